@@ -1,0 +1,5 @@
+import sys
+
+from fcl.cli import main
+
+sys.exit(main())

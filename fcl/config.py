@@ -1,0 +1,250 @@
+"""Run configuration: frozen dataclasses, one public key per field (`server.lr`, `data.alpha`).
+
+Every field carries its help text and its check in `field(metadata=...)`, so the CLI's `--help`,
+the validation error and the Parquet column all come from one place. Strings become behaviour
+only where they are consumed (`fcl.federated.server_opt.OPTIMIZERS`, ...), never compared deep
+inside a loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Iterator
+
+
+class ConfigError(ValueError):
+    """A bad key or value; `str()` is the one line the CLI prints after `error: `."""
+
+    def __init__(self, key: str, value: Any, why: str, allowed: str):
+        self.key, self.value, self.why, self.allowed = key, value, why, allowed
+        super().__init__(f"{key}={value}: {why}; allowed: {allowed}")
+
+
+def opt(default: Any, help: str, choices: tuple | None = None,
+        check: Callable[[Any], bool] | None = None, allowed: str | None = None) -> Any:
+    """A config field with its documentation and its range check."""
+    meta = {"help": help, "choices": choices, "check": check,
+            "allowed": allowed or (", ".join(map(str, choices)) if choices else None)}
+    return field(default=default, metadata=meta)
+
+
+POSITIVE = dict(check=lambda v: v > 0, allowed="> 0")
+NON_NEGATIVE = dict(check=lambda v: v >= 0, allowed=">= 0")
+PROBABILITY = dict(check=lambda v: 0 <= v < 1, allowed="0 <= p < 1")
+BETA = dict(check=lambda v: 0 <= v < 1, allowed="0 <= beta < 1")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    name: str = opt("fashion_mnist_bundled", "data set", choices=(
+        "fashion_mnist_bundled", "npz"))
+    root: str = opt("", "file or folder holding the data set (npz: the .npz file)")
+    num_tasks: int = opt(5, "T: classes are split into T tasks of disjoint classes, a head each",
+                         **POSITIVE)
+    num_clients: int = opt(5, "N: clients; each task's training set is partitioned over them",
+                           **POSITIVE)
+    partition: str = opt("iid", "how a task's training set is split over clients",
+                         choices=("iid", "dirichlet"))
+    alpha: float = opt(0.5, "Dirichlet concentration per class over clients (partition=dirichlet)",
+                       **POSITIVE)
+    min_client_samples: int = opt(2, "Dirichlet guard: resample until every client holds at "
+                                     "least this many samples of every task", **NON_NEGATIVE)
+    train_per_class: int = opt(0, "keep at most this many training images per class (0 = all)",
+                               **NON_NEGATIVE)
+    test_per_class: int = opt(0, "keep at most this many test images per class (0 = all)",
+                              **NON_NEGATIVE)
+    class_order: str = opt("natural", "which classes form which task: natural order, or a "
+                                      "permutation drawn from the seed",
+                           choices=("natural", "seeded"))
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    backbone: str = opt("resnet_tiny", "frozen backbone (randomly initialised from the seed)",
+                        choices=("resnet_tiny", "resnet8", "resnet18"))
+    width: int = opt(16, "resnet_tiny only: channels of the first stage (doubles per stage)",
+                     **POSITIVE)
+    norm: str = opt("group", "normalisation in backbone and proxies (batch: backbone in eval mode)",
+                    choices=("group", "batch"))
+    adapter: str = opt("nettailor", "per-task trainable module", choices=("nettailor",))
+    proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
+                           **NON_NEGATIVE)
+    gate_init: float = opt(2.0, "gate logits start at +g for the main path and -g for proxies",
+                           **NON_NEGATIVE)
+    complexity_penalty: float = opt(0.0, "NetTailor's complexity loss weight (0 = off): "
+                                         "penalises gate mass on proxy paths by their cost",
+                                    **NON_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    order: str = opt("async", "task order over rounds: fmtl = random task each round, sync = "
+                              "common order, async = per-client permutation (Algorithm 1)",
+                     choices=("fmtl", "sync", "async"))
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    lr: float = opt(0.05, "local SGD learning rate (Eq. 5)", **POSITIVE)
+    momentum: float = opt(0.0, "local SGD momentum", **BETA)
+    weight_decay: float = opt(0.0, "local SGD weight decay", **NON_NEGATIVE)
+    local_epochs: int = opt(2, "K: local epochs over the client's shard per round", **POSITIVE)
+    batch_size: int = opt(32, "local minibatch size", **POSITIVE)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    optimizer: str = opt("fedadam", "server optimizer (Eqs. 7-9, Table 1)",
+                         choices=("fedsgd", "fedadam", "fedadagrad", "fedyogi"))
+    lr: float = opt(0.5, "eta: server learning rate", **POSITIVE)
+    momentum: float = opt(0.0, "fedsgd only: server momentum (0 = plain FedAvg/FedSGD)", **BETA)
+    beta1: float = opt(0.9, "first-moment decay of the adaptive optimizers", **BETA)
+    beta2: float = opt(0.99, "second-moment decay (fedadam, fedyogi)", **BETA)
+    tau: float = opt(1e-3, "adaptivity: step = eta * m / (sqrt(v) + tau)", **POSITIVE)
+    bias_correction: bool = opt(False, "Adam-style bias correction of m and v")
+    aggregate: str = opt("mean", "pseudo-gradient: sample-weighted mean of deltas (Eq. 1) or "
+                                 "their sum (Eq. 7 read literally)", choices=("mean", "sum"))
+
+
+@dataclass(frozen=True)
+class ParticipationConfig:
+    fraction: float = opt(1.0, "share of clients sampled each round",
+                          check=lambda v: 0 < v <= 1, allowed="0 < fraction <= 1")
+    straggler_prob: float = opt(0.0, "each sampled client fails to report with this probability",
+                                **PROBABILITY)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    every: int = opt(1, "evaluate all tasks every k rounds (phase boundaries and the last round "
+                        "always)", **POSITIVE)
+    batch_size: int = opt(1024, "evaluation batch size", **POSITIVE)
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    device: str = opt("auto", "compute device (auto: cuda when available)",
+                      choices=("auto", "cpu", "cuda"))
+    threads: int = opt(0, "torch CPU threads (0 = leave torch's default)", **NON_NEGATIVE)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    rounds: int = opt(50, "R: communication rounds; Q = R / T rounds per phase", **POSITIVE)
+    seed: int = opt(0, "one seed for everything", **NON_NEGATIVE)
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    client: ClientConfig = field(default_factory=ClientConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    participation: ParticipationConfig = field(default_factory=ParticipationConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    run: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+    def __post_init__(self):
+        for key, value, meta, _ in iter_fields(self):
+            check_value(key, value, meta)
+        if self.rounds % self.data.num_tasks:
+            raise ConfigError("rounds", self.rounds, f"not a multiple of data.num_tasks="
+                              f"{self.data.num_tasks}", "a multiple of data.num_tasks")
+
+    @property
+    def rounds_per_phase(self) -> int:
+        """Q = R / T."""
+        return self.rounds // self.data.num_tasks
+
+    def to_flat(self) -> dict[str, Any]:
+        """{'server.lr': 0.5, ...}: the public vocabulary, as Parquet columns."""
+        return {key: value for key, value, _, _ in iter_fields(self)}
+
+
+def iter_fields(cfg: RunConfig) -> Iterator[tuple[str, Any, dict, type]]:
+    """(key, value, metadata, type) for every leaf field, in declaration order."""
+    hints = typing.get_type_hints(type(cfg))
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            sub_hints = typing.get_type_hints(type(value))
+            for g in fields(value):
+                yield f"{f.name}.{g.name}", getattr(value, g.name), g.metadata, sub_hints[g.name]
+        else:
+            yield f.name, value, f.metadata, hints[f.name]
+
+
+def check_value(key: str, value: Any, meta: dict) -> None:
+    choices, check = meta.get("choices"), meta.get("check")
+    if choices and value not in choices:
+        raise ConfigError(key, value, "unknown value", meta["allowed"])
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(key, value, "not a finite number", meta.get("allowed") or "a number")
+    if check and not check(value):
+        raise ConfigError(key, value, "out of range", meta["allowed"])
+
+
+def parse_value(key: str, text: Any, typ: type) -> Any:
+    """Turn a `--set` string (or a JSON/Tune value) into the field's type, or raise ConfigError."""
+    if not isinstance(text, str):
+        if typ is float and isinstance(text, (int, float)) and not isinstance(text, bool):
+            return float(text)
+        if isinstance(text, typ) and not (typ is int and isinstance(text, bool)):
+            return text
+        raise ConfigError(key, text, f"not a {typ.__name__}", f"a {typ.__name__}")
+    try:
+        if typ is bool:
+            low = text.strip().lower()
+            if low not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return low in ("true", "1", "yes")
+        if typ is int:
+            return int(text)
+        if typ is float:
+            return float(text)
+        return text
+    except ValueError:
+        raise ConfigError(key, text, f"not a {typ.__name__}",
+                          "true or false" if typ is bool else f"a {typ.__name__}") from None
+
+
+def field_types(cfg: RunConfig | None = None) -> dict[str, type]:
+    return {key: typ for key, _, _, typ in iter_fields(cfg or RunConfig())}
+
+
+def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    """A new config with `{'server.lr': '0.5', ...}` applied (strings parsed by field type).
+
+    Unknown keys and bad values raise ConfigError; the whole config is re-validated once."""
+    types_ = field_types(cfg)
+    top: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, raw in overrides.items():
+        if key not in types_:
+            raise ConfigError(key, raw, "unknown key", "see `fcl run --help` for every key")
+        value = parse_value(key, raw, types_[key])
+        if "." in key:
+            section, name = key.split(".", 1)
+            sections.setdefault(section, {})[name] = value
+        else:
+            top[key] = value
+    for section, values in sections.items():
+        top[section] = replace(getattr(cfg, section), **values)
+    return replace(cfg, **top)      # RunConfig.__post_init__ validates the whole
+
+
+def from_flat(flat: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
+    """Inverse of `RunConfig.to_flat` (ignores keys that are not config keys, e.g. metrics)."""
+    base = base or RunConfig()
+    known = field_types(base)
+    return with_overrides(base, {k: v for k, v in flat.items() if k in known})
+
+
+def describe_keys() -> str:
+    """Every key with its default, allowed values and help: the epilog of `fcl run --help`."""
+    lines = []
+    for key, value, meta, typ in iter_fields(RunConfig()):
+        allowed = meta.get("allowed") or ("true/false" if typ is bool else typ.__name__)
+        lines.append(f"  {key:<30} default {value!r:<24} allowed: {allowed}\n"
+                     f"  {'':<30} {meta.get('help', '')}")
+    return "\n".join(lines)
+

@@ -1,0 +1,245 @@
+"""One whole federated continual learning run: Algorithm 1 of the FCL paper, generalised.
+
+    result = run(config, on_round=print)
+
+Each round r: the participation sample receives the server state of its task (the schedule
+says which task each client trains); reporting clients train K local epochs and send their
+delta; per task with reports, the server forms the pseudo-gradient and applies its FedOpt step
+(tasks with no report keep their state). Metrics are recorded every round; all tasks are
+evaluated at the rounds `fcl.metrics.eval_rounds` lists. Nothing here imports Ray.
+
+The run is a pure function of its config: every random stream is derived from (seed, purpose,
+round, client), so a run resumed from a `RunState` snapshot continues exactly as if it had never
+stopped.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import torch
+
+from fcl.config import RunConfig
+from fcl.data.datasets import load_dataset
+from fcl.data.federated import FederatedData, build_federated_data
+from fcl.federated import server_opt
+from fcl.federated.aggregate import cosine_distance, pseudo_gradient, subtract, weighted_mean
+from fcl.federated.client import local_train
+from fcl.federated.compression import decode, encode
+from fcl.federated.participation import participation
+from fcl.federated.task_schedule import task_schedule
+from fcl.metrics import acc, bwt_f, bwt_f_literal, eval_rounds
+from fcl.models.factory import build_model
+from fcl.models.task_state import Params, buffer_names, read_state, trainable_names, load_state_
+from fcl.seeding import generator
+
+
+@dataclass(frozen=True)
+class TaskServerState:
+    params: Params                   # trainable tensors (what the FedOpt step moves)
+    buffers: Params                  # norm running statistics (weighted means)
+    opt: server_opt.OptState
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Everything needed to continue a run after round `next_round - 1` (a checkpoint)."""
+    next_round: int
+    tasks: tuple[TaskServerState, ...]
+    accuracy: torch.Tensor           # (T, R) float64, NaN where not evaluated yet
+    first_update: tuple[float, ...]  # per task, first round with a server update (inf: none)
+    records: tuple[dict, ...]        # per round records so far
+    task_records: tuple[dict, ...]   # per round x task records so far
+    bytes_up: int = 0
+    bytes_down: int = 0
+    samples: int = 0                 # training samples processed (for throughput)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    config: RunConfig
+    records: list[dict]              # one per round
+    task_records: list[dict]         # one per round x task
+    accuracy: torch.Tensor           # (T, R), in percent, NaN where not evaluated
+    summary: dict = field(default_factory=dict)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("run.device=cuda: no CUDA device is available; allowed: auto, cpu")
+    return torch.device(name)
+
+
+def prepare_data(cfg: RunConfig) -> FederatedData:
+    """Load the data set and cut it into tasks and client shards (CPU tensors, picklable)."""
+    return build_federated_data(load_dataset(cfg.data.name, cfg.data.root), cfg.data, cfg.seed)
+
+
+def initial_state(cfg: RunConfig, model: torch.nn.Module) -> RunState:
+    tasks = []
+    for module in model.tasks:
+        params = read_state(module, trainable_names(module))
+        tasks.append(TaskServerState(params, read_state(module, buffer_names(module)),
+                                     server_opt.init(params, cfg.server)))
+    T, R = len(tasks), cfg.rounds
+    return RunState(0, tuple(tasks), torch.full((T, R), math.nan, dtype=torch.float64),
+                    (math.inf,) * T, (), ())
+
+
+@torch.inference_mode()
+def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int) -> torch.Tensor:
+    """Test accuracy (percent) of every task, one host sync for all of them."""
+    model.eval()
+    correct = []
+    for t, td in enumerate(data.tasks):
+        hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
+        for start in range(0, len(td.test_y), batch_size):
+            x = data.normalise(td.test_x[start:start + batch_size])
+            hits += (model(x, t).argmax(1) == td.test_y[start:start + batch_size]).sum()
+        correct.append(hits)
+    sizes = torch.tensor([len(td.test_y) for td in data.tasks], dtype=torch.float64)
+    return torch.stack(correct).cpu().double() * 100.0 / sizes
+
+
+def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None,
+        data: FederatedData | None = None, resume: RunState | None = None,
+        model: torch.nn.Module | None = None) -> RunResult:
+    """Run (or continue, from `resume`) one FCL run; `on_round(record, state)` after each round.
+
+    `data` may be passed in already prepared (a study prepares it once per node); `model` may
+    be passed in to inspect it afterwards (it must be `build_model`'s for this config)."""
+    t0 = time.perf_counter()
+    if cfg.run.threads:
+        torch.set_num_threads(cfg.run.threads)
+    device = resolve_device(cfg.run.device)
+    data = (data if data is not None else prepare_data(cfg)).to(device)
+    if model is None:
+        model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+    model = model.to(device)
+    T, N, R, Q = data.num_tasks, data.num_clients, cfg.rounds, cfg.rounds_per_phase
+    schedule = task_schedule(cfg.schedule.order, T, N, R, cfg.seed)
+    due = set(eval_rounds(R, Q, cfg.eval.every))
+    names = [(trainable_names(m), buffer_names(m)) for m in model.tasks]
+    state = resume or initial_state(cfg, model)
+    state = replace(state, tasks=tuple(_to(ts, device) for ts in state.tasks))
+    for t, ts in enumerate(state.tasks):       # the model always mirrors the server between rounds
+        load_state_(model.tasks[t], {**ts.params, **ts.buffers})
+
+    for r in range(state.next_round, R):
+        state, record = run_round(cfg, r, model, data, schedule, names, state, due)
+        if on_round is not None:
+            on_round(record, state)
+
+    A = state.accuracy
+    wall = time.perf_counter() - t0
+    summary = {
+        "acc": acc(A), "bwt_f": bwt_f(A, Q, list(state.first_update)),
+        "bwt_f_literal": bwt_f_literal(A, Q),
+        "bytes_up": state.bytes_up, "bytes_down": state.bytes_down,
+        "rounds": R, "samples": state.samples, "wall_s": wall,
+        "samples_per_s": state.samples / wall if wall > 0 else math.nan,
+        "drift_mean": _mean([rec["drift"] for rec in state.records]),
+        "trainable_params_per_task": sum(t.numel() for t in state.tasks[0].params.values()),
+        "device": str(device),
+    }
+    return RunResult(cfg, list(state.records), list(state.task_records), A, summary)
+
+
+def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torch.Tensor,
+              names, state: RunState, due: set[int]) -> tuple[RunState, dict]:
+    t_start = time.perf_counter()
+    Q = cfg.rounds_per_phase
+    part = participation(r, data.num_clients, cfg.participation, cfg.seed)
+    tasks_of = schedule[r].tolist()
+    bytes_down = bytes_up = samples = 0
+    received: dict[int, Params] = {}
+    for c in part.sampled:                     # broadcast: each sampled client gets its task
+        t = tasks_of[c]
+        msg = encode({**state.tasks[t].params, **state.tasks[t].buffers})
+        bytes_down += msg.nbytes
+        received[c] = decode(msg)
+
+    updates: dict[int, list] = {}
+    drift_sum = torch.zeros((), dtype=torch.float64, device=data.mean.device)
+    losses = []
+    for c in part.reporting:
+        t = tasks_of[c]
+        trainable, buffers = names[t]
+        gen = generator(cfg.seed, "batches", r, c)
+        up = local_train(model, data, t, c, received[c], trainable, buffers, cfg.client,
+                         cfg.model, gen)
+        delta = subtract({n: up.end[n] for n in trainable}, {n: received[c][n] for n in trainable})
+        msg = encode({**delta, **{n: up.end[n] for n in buffers}})
+        bytes_up += msg.nbytes
+        samples += up.num_samples * cfg.client.local_epochs
+        updates.setdefault(t, []).append((decode(msg), up.num_samples))
+        drift_sum = drift_sum + up.drift.double() / cfg.client.local_epochs
+        losses.append(up.loss)
+
+    new_tasks = list(state.tasks)
+    first_update = list(state.first_update)
+    task_rows = {}
+    for t, reports in sorted(updates.items()):
+        trainable, buffers = names[t]
+        old = state.tasks[t]
+        weights = [w for _, w in reports]
+        grad = pseudo_gradient([{n: m[n] for n in trainable} for m, _ in reports], weights,
+                               cfg.server.aggregate)
+        params, opt = server_opt.step(old.params, grad, old.opt, cfg.server)
+        bufs = weighted_mean([{n: m[n] for n in buffers} for m, _ in reports], weights) \
+            if buffers else {}
+        new_tasks[t] = TaskServerState(params, bufs, opt)
+        load_state_(model.tasks[t], {**params, **bufs})
+        first_update[t] = min(first_update[t], r)
+        head = [n for n in trainable if n.startswith("head.")]
+        task_rows[t] = {"reports": len(reports),
+                        "cos_head": cosine_distance(params, old.params, head),
+                        "cos_module": cosine_distance(params, old.params)}
+
+    accuracy = state.accuracy
+    evaluated = r in due
+    if evaluated:
+        accuracy = accuracy.clone()
+        accuracy[:, r] = evaluate(model, data, cfg.eval.batch_size)
+
+    n_reports = len(part.reporting)
+    record = {
+        "round": r, "phase": r // Q,
+        "tasks_trained": sorted(updates),
+        "clients_sampled": len(part.sampled), "clients_reporting": n_reports,
+        "drift": float(drift_sum) / n_reports if n_reports else math.nan,   # Eq. 2
+        "train_loss": float(torch.stack(losses).mean()) if losses else math.nan,
+        "cos_head": _mean([float(v["cos_head"]) for v in task_rows.values()]),
+        "cos_module": _mean([float(v["cos_module"]) for v in task_rows.values()]),
+        "bytes_up": bytes_up, "bytes_down": bytes_down,
+        "evaluated": evaluated,
+        "mean_acc": float(accuracy[:, r].mean()) if evaluated else math.nan,
+        "wall_s": time.perf_counter() - t_start,
+    }
+    task_records = [{
+        "round": r, "task": t,
+        "accuracy": float(accuracy[t, r]) if evaluated else math.nan,
+        "reports": task_rows[t]["reports"] if t in task_rows else 0,
+        "cos_head": float(task_rows[t]["cos_head"]) if t in task_rows else math.nan,
+        "cos_module": float(task_rows[t]["cos_module"]) if t in task_rows else math.nan,
+    } for t in range(data.num_tasks)]
+    new_state = RunState(r + 1, tuple(new_tasks), accuracy, tuple(first_update),
+                         state.records + (record,), state.task_records + tuple(task_records),
+                         state.bytes_up + bytes_up, state.bytes_down + bytes_down,
+                         state.samples + samples)
+    return new_state, record
+
+
+def _to(ts: TaskServerState, device: torch.device) -> TaskServerState:
+    mv = lambda p: {n: t.to(device) for n, t in p.items()}  # noqa: E731
+    return TaskServerState(mv(ts.params), mv(ts.buffers),
+                           server_opt.OptState(mv(ts.opt.m), mv(ts.opt.v), ts.opt.steps))
+
+
+def _mean(values: list[float]) -> float:
+    vals = [v for v in values if not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else math.nan

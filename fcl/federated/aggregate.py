@@ -1,0 +1,56 @@
+"""Server-side aggregation of one task's client reports.
+
+The pseudo-gradient (FCL paper Eq. 1) is the sample-weighted mean of the deltas,
+sum_c |D_c| Delta_c / sum_c |D_c|; `server.aggregate=sum` takes Eq. 7 literally,
+sum_c Delta_c, which makes a round's step grow with the number of reporting clients.
+Buffers (norm running statistics) are not optimised: they become the weighted mean of the
+reporting clients' end values.
+"""
+from __future__ import annotations
+
+import torch
+
+from fcl.models.task_state import Params
+
+
+def pseudo_gradient(deltas: list[Params], weights: list[float], mode: str) -> Params:
+    if mode == "sum":
+        coeffs = [1.0] * len(deltas)
+    else:
+        total = float(sum(weights))
+        coeffs = [w / total for w in weights]
+    return weighted_sum(deltas, coeffs)
+
+
+def weighted_mean(states: list[Params], weights: list[float]) -> Params:
+    total = float(sum(weights))
+    return weighted_sum(states, [w / total for w in weights])
+
+
+def weighted_sum(states: list[Params], coeffs: list[float]) -> Params:
+    out = {n: t * coeffs[0] for n, t in states[0].items()}
+    for state, c in zip(states[1:], coeffs[1:]):
+        for n, t in state.items():
+            out[n].add_(t, alpha=c)
+    return out
+
+
+def subtract(a: Params, b: Params) -> Params:
+    return {n: a[n] - b[n] for n in a}
+
+
+def squared_distance(a: Params, b: Params) -> torch.Tensor:
+    """||a - b||^2 over all tensors, as a 0-d tensor (no host sync)."""
+    return sum(((a[n] - b[n]).float().pow(2).sum() for n in a), torch.zeros((), device=_dev(a)))
+
+
+def cosine_distance(a: Params, b: Params, names: list[str] | None = None) -> torch.Tensor:
+    """1 - cos(a, b) of the concatenated tensors (`names`: a subset, e.g. the head)."""
+    names = list(a) if names is None else names
+    va = torch.cat([a[n].flatten().float() for n in names])
+    vb = torch.cat([b[n].flatten().float() for n in names])
+    return 1 - torch.nn.functional.cosine_similarity(va, vb, dim=0, eps=1e-12)
+
+
+def _dev(p: Params) -> torch.device:
+    return next(iter(p.values())).device

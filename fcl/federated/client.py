@@ -1,0 +1,80 @@
+"""One client's local update (FCL paper Eqs. 5-6): K epochs of SGD on its shard of its current
+task, starting from the server state it received. A plain PyTorch loop: batches are cut by
+slicing a device-side permutation, and nothing in the loop syncs with the host."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fcl.config import ClientConfig, ModelConfig
+from fcl.data.federated import FederatedData
+from fcl.models.task_state import Params, live_tensors, load_state_, read_state
+
+
+@dataclass(frozen=True)
+class ClientUpdate:
+    client: int
+    task: int
+    end: Params                 # trainable tensors and buffers after K epochs
+    num_samples: int            # |D_c|: the shard size (the aggregation weight)
+    drift: torch.Tensor         # sum over epochs k of ||P_k - P_0||^2 (Eq. 2 before 1/(KN))
+    loss: torch.Tensor          # mean training loss over all steps
+
+
+def epoch_batches(shard: torch.Tensor, batch_size: int, gen: torch.Generator):
+    """Index batches of one epoch: a fresh permutation of the shard, cut in order."""
+    perm = shard[torch.randperm(len(shard), generator=gen).to(shard.device)]
+    return perm.split(batch_size)
+
+
+@torch.no_grad()
+def sgd_step_(params: list[torch.Tensor], grads: list[torch.Tensor],
+              momentum_bufs: list[torch.Tensor], cfg: ClientConfig) -> None:
+    """torch.optim.SGD's update (dampening 0, no Nesterov) with foreach ops. Written out because
+    constructing torch.optim.SGD imports torch._dynamo, which costs ~3 s per process; the
+    bufs list starts empty and is filled on the first step, as SGD does."""
+    if cfg.weight_decay:
+        grads = torch._foreach_add(grads, params, alpha=cfg.weight_decay)
+    if cfg.momentum:
+        if not momentum_bufs:
+            momentum_bufs.extend(g.clone() for g in grads)
+        else:
+            torch._foreach_mul_(momentum_bufs, cfg.momentum)
+            torch._foreach_add_(momentum_bufs, grads)
+        grads = momentum_bufs
+    torch._foreach_add_(params, grads, alpha=-cfg.lr)
+
+
+def local_train(model: nn.Module, data: FederatedData, task: int, client: int, start: Params,
+                trainable: list[str], buffers: list[str], cfg: ClientConfig,
+                model_cfg: ModelConfig, gen: torch.Generator) -> ClientUpdate:
+    module = model.tasks[task]
+    load_state_(module, start)
+    params = live_tensors(module, trainable)
+    momentum_bufs: list[torch.Tensor] = []
+    td = data.tasks[task]
+    shard = td.shards[client]
+    start_params = [start[n] for n in trainable]
+    drift = torch.zeros((), device=shard.device)
+    loss_sum = torch.zeros((), device=shard.device)
+    steps = 0
+    model.train()
+    for _ in range(cfg.local_epochs):
+        for idx in epoch_batches(shard, cfg.batch_size, gen):
+            x = data.normalise(td.train_x[idx])
+            loss = F.cross_entropy(model(x, task), td.train_y[idx])
+            extra = model.extra_loss(task, model_cfg)
+            if extra is not None:
+                loss = loss + extra
+            grads = torch.autograd.grad(loss, params)
+            sgd_step_(params, list(grads), momentum_bufs, cfg)
+            loss_sum += loss.detach()
+            steps += 1
+        with torch.no_grad():
+            diffs = torch._foreach_sub(params, start_params)
+            drift += sum(d.pow(2).sum() for d in diffs)
+    return ClientUpdate(client, task, read_state(module, trainable + buffers), len(shard),
+                        drift, loss_sum / max(steps, 1))

@@ -1,0 +1,27 @@
+"""Who takes part in a round: a sample of round(fraction * N) clients (at least one), each of
+which fails to report (straggles) with probability `straggler_prob`. A straggler receives the
+broadcast but its update never reaches the server, so the engine does not train it. Pure in
+(round, seed)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fcl.config import ParticipationConfig
+from fcl.seeding import generator
+
+
+@dataclass(frozen=True)
+class Participation:
+    sampled: tuple[int, ...]      # clients that receive the server state this round
+    reporting: tuple[int, ...]    # the subset whose update reaches the server
+
+
+def participation(round_: int, num_clients: int, cfg: ParticipationConfig, seed: int
+                  ) -> Participation:
+    g = generator(seed, "participation", round_)
+    k = max(1, round(cfg.fraction * num_clients))
+    sampled = torch.randperm(num_clients, generator=g)[:k].sort().values
+    drops = torch.rand(k, generator=g) < cfg.straggler_prob
+    return Participation(tuple(sampled.tolist()), tuple(sampled[~drops].tolist()))

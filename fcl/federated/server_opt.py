@@ -1,0 +1,77 @@
+"""Server optimizers of the FedOpt family (Reddi et al. 2021; FCL paper Eqs. 7-9, Table 1).
+
+Sign convention: the pseudo-gradient `g` is the aggregated client delta
+(client end state - server start state), so the server moves *along* it:
+
+    fedsgd:  x <- x + eta * g                      (eta = 1 and momentum 0: exactly FedAvg)
+    adaptive: m <- beta1 m + (1 - beta1) g
+              v <- second_moment(v, g^2)            (Table 1; v starts at 0)
+              x <- x + eta * m / (sqrt(v) + tau)
+
+With `bias_correction`, m is divided by (1 - beta1^s) and v (Adam, Yogi) by (1 - beta2^s),
+s = the number of updates this task has received. Functions are pure: `init(params) -> state`,
+`step(params, grad, state, cfg) -> (params, state)`; the state holds m, v and s of one task.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from fcl.config import ServerConfig
+from fcl.models.task_state import Params
+
+
+@dataclass(frozen=True)
+class OptState:
+    m: Params            # first moment (fedsgd: momentum buffer, only used if momentum > 0)
+    v: Params            # second moment (empty for fedsgd)
+    steps: int = 0
+
+
+def adam_v(v: torch.Tensor, g2: torch.Tensor, beta2: float) -> torch.Tensor:
+    return beta2 * v + (1 - beta2) * g2
+
+
+def adagrad_v(v: torch.Tensor, g2: torch.Tensor, beta2: float) -> torch.Tensor:
+    return v + g2
+
+
+def yogi_v(v: torch.Tensor, g2: torch.Tensor, beta2: float) -> torch.Tensor:
+    return v - (1 - beta2) * g2 * torch.sign(v - g2)
+
+
+SECOND_MOMENTS: dict[str, Callable] = {"fedadam": adam_v, "fedadagrad": adagrad_v,
+                                       "fedyogi": yogi_v}
+OPTIMIZERS = ("fedsgd", *SECOND_MOMENTS)
+_DECAYS_V = {"fedadam", "fedyogi"}   # v is an exponential average only for these
+
+
+def init(params: Params, cfg: ServerConfig) -> OptState:
+    zeros = {n: torch.zeros_like(p) for n, p in params.items()}
+    if cfg.optimizer == "fedsgd":
+        return OptState(m=zeros if cfg.momentum > 0 else {}, v={})
+    return OptState(m=zeros, v={n: torch.zeros_like(p) for n, p in params.items()})
+
+
+def step(params: Params, grad: Params, state: OptState, cfg: ServerConfig
+         ) -> tuple[Params, OptState]:
+    s = state.steps + 1
+    if cfg.optimizer == "fedsgd":
+        if cfg.momentum > 0:
+            m = {n: cfg.momentum * state.m[n] + grad[n] for n in params}
+            return {n: params[n] + cfg.lr * m[n] for n in params}, OptState(m, {}, s)
+        return {n: params[n] + cfg.lr * grad[n] for n in params}, OptState({}, {}, s)
+    second_moment = SECOND_MOMENTS[cfg.optimizer]
+    m = {n: cfg.beta1 * state.m[n] + (1 - cfg.beta1) * grad[n] for n in params}
+    v = {n: second_moment(state.v[n], grad[n] * grad[n], cfg.beta2) for n in params}
+    m_scale, v_scale = 1.0, 1.0
+    if cfg.bias_correction:
+        m_scale = 1.0 / (1 - cfg.beta1 ** s)
+        if cfg.optimizer in _DECAYS_V:
+            v_scale = 1.0 / (1 - cfg.beta2 ** s)
+    new = {n: params[n] + cfg.lr * (m[n] * m_scale) / ((v[n] * v_scale).clamp_min(0).sqrt()
+                                                        + cfg.tau)
+           for n in params}
+    return new, OptState(m, v, s)

@@ -1,0 +1,87 @@
+"""Frozen ResNet backbones, exposed as a stem plus a list of blocks so that per-task modules
+can tap every block's output (NetTailor proxies) or wrap its convolutions (LoRA).
+
+| name        | stages (channels x blocks)         | for                               |
+|-------------|------------------------------------|-----------------------------------|
+| resnet_tiny | w, 2w, 4w x 1, all stride 2        | the bundled 28x28 set on 2 CPUs    |
+| resnet8     | 64, 128, 256 x 1                   | FLoCoRA                           |
+| resnet18    | 64, 128, 256, 512 x 2 (CIFAR stem) | the FCL paper (NetTailor)         |
+
+Weights are randomly initialised from the run's seed (Kaiming, as torchvision) and frozen.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def make_norm(kind: str, channels: int) -> nn.Module:
+    if kind == "batch":
+        return nn.BatchNorm2d(channels)
+    return nn.GroupNorm(math.gcd(32, channels), channels)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, norm: str):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = make_norm(norm, cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = make_norm(norm, cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          make_norm(norm, cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+
+SPECS = {  # name -> (channels per stage, blocks per stage)
+    "resnet8": ((64, 128, 256), 1),
+    "resnet18": ((64, 128, 256, 512), 2),
+}
+
+
+class Backbone(nn.Module):
+    """`nodes` are the stem output (node 0) and every block output (nodes 1..L);
+    `channels[i]` and `reduction[i]` (spatial downsampling vs the input) describe node i."""
+
+    def __init__(self, in_channels: int, stages: tuple[int, ...], blocks_per_stage: int,
+                 norm: str, first_stride: int = 1):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(in_channels, stages[0], 3, 1, 1, bias=False),
+                                  make_norm(norm, stages[0]), nn.ReLU())
+        blocks, self.channels, self.reduction = [], [stages[0]], [1]
+        cin, red = stages[0], 1
+        for s, cout in enumerate(stages):
+            for b in range(blocks_per_stage):
+                stride = (2 if s > 0 else first_stride) if b == 0 else 1
+                blocks.append(BasicBlock(cin, cout, stride, norm))
+                cin, red = cout, red * stride
+                self.channels.append(cout)
+                self.reduction.append(red)
+        self.blocks = nn.ModuleList(blocks)
+
+    @property
+    def out_channels(self) -> int:
+        return self.channels[-1]
+
+
+def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int) -> Backbone:
+    """A randomly initialised backbone, identical for the same (name, seed), frozen."""
+    from fcl.seeding import derive_seed
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(seed, "backbone"))
+        if name == "resnet_tiny":
+            # Every stage halves the resolution (28 -> 14 -> 7 -> 4): 2x faster than a full-
+            # resolution first stage on the CPU, and small images lose little.
+            net = Backbone(in_channels, (width, 2 * width, 4 * width), 1, norm, first_stride=2)
+        else:
+            stages, per_stage = SPECS[name]
+            net = Backbone(in_channels, stages, per_stage, norm)
+    net.requires_grad_(False)
+    return net.eval()

@@ -1,0 +1,34 @@
+"""`model.backbone` + `model.adapter` -> one model for the whole run.
+
+A model is any nn.Module with `forward(x, task)`, `tasks` (a ModuleList: task t's trainable
+module), `extra_loss(task, model_cfg)` and a frozen `backbone`. Adapters register here."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from fcl.config import ModelConfig
+from fcl.models.backbone import build_backbone
+from fcl.models.nettailor import NetTailorNet
+from fcl.seeding import derive_seed
+
+
+def _nettailor(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
+    return NetTailorNet(backbone, classes_per_task, cfg.proxy_depth, cfg.gate_init, cfg.norm)
+
+
+ADAPTERS: dict[str, Callable[[ModelConfig, nn.Module, list[int]], nn.Module]] = {
+    "nettailor": _nettailor,
+}
+
+
+def build_model(cfg: ModelConfig, image_shape: tuple[int, int, int], classes_per_task: list[int],
+                seed: int) -> nn.Module:
+    """Backbone and task modules initialised from `seed` alone (global RNG left untouched)."""
+    backbone = build_backbone(cfg.backbone, image_shape[0], cfg.norm, cfg.width, seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(seed, "task_modules"))
+        model = ADAPTERS[cfg.adapter](cfg, backbone, classes_per_task)
+    return model

@@ -1,0 +1,49 @@
+"""Config parsing and validation: one clear error per bad key or value."""
+import pytest
+
+from fcl.config import ConfigError, RunConfig, describe_keys, from_flat, with_overrides
+from fcl.presets import PRESETS, preset
+
+
+def test_overrides_parse_by_field_type():
+    cfg = with_overrides(RunConfig(), {"server.lr": "0.25", "rounds": "20",
+                                       "server.bias_correction": "true", "schedule.order": "sync"})
+    assert cfg.server.lr == 0.25 and cfg.rounds == 20 and cfg.server.bias_correction is True
+    assert cfg.schedule.order == "sync"
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("data.alpha", "0", "data.alpha=0.0: out of range; allowed: > 0"),
+    ("participation.fraction", "1.5", "allowed: 0 < fraction <= 1"),
+    ("rounds", "7", "not a multiple of data.num_tasks"),
+    ("client.lr", "-0.1", "client.lr=-0.1: out of range"),
+    ("server.optimizer", "adam", "allowed: fedsgd, fedadam, fedadagrad, fedyogi"),
+    ("nope.key", "1", "unknown key"),
+    ("client.local_epochs", "two", "not a int"),
+    ("server.lr", "nan", "not a finite number"),
+])
+def test_bad_values_raise_one_line(key, value, fragment):
+    with pytest.raises(ConfigError) as e:
+        with_overrides(RunConfig(), {key: value})
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_flat_round_trip():
+    cfg = preset("smoke", {"server.tau": "0.1"})
+    assert from_flat(cfg.to_flat()) == cfg
+
+
+def test_every_preset_is_valid_and_every_key_documented():
+    for name in PRESETS:
+        preset(name)
+    text = describe_keys()
+    for key in RunConfig().to_flat():
+        assert key in text
+
+
+def test_config_is_frozen_and_picklable():
+    import pickle
+    cfg = preset("local")
+    with pytest.raises(Exception):
+        cfg.rounds = 3
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
