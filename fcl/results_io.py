@@ -50,3 +50,36 @@ def write_result(result: RunResult, out_dir: str) -> list[str]:
         write_parquet_atomic(df, path)
         paths.append(path)
     return paths
+
+
+# --- Study tables (results/<study>/trials.parquet and rounds.parquet) -------------------------
+# trials.parquet: one row per trial: study, trial_id, status, error, every config key
+#   (`server.lr`, ...), the run's summary metrics (acc, bwt_f, bwt_f_literal, bytes_up, ...),
+#   schema_version.
+# rounds.parquet: one row per trial x round x task: study, trial_id, round, phase, task,
+#   accuracy (NaN where not evaluated), the task's reports/cos_head/cos_module, the round's
+#   drift/mean_acc/bytes_up/bytes_down/clients_reporting/train_loss, every config key,
+#   schema_version.
+ROUND_COLUMNS = ("drift", "mean_acc", "bytes_up", "bytes_down", "clients_sampled",
+                 "clients_reporting", "train_loss", "evaluated")
+
+
+def trial_row(study: str, trial_id: str, result: RunResult | None, config_flat: dict,
+              status: str = "TERMINATED", error: str = "") -> dict:
+    """One trials.parquet row; `result` is None for a trial that failed."""
+    metrics = dict(result.summary) if result is not None else {}
+    return {"study": study, "trial_id": trial_id, "status": status, "error": error,
+            **config_flat, **metrics, "schema_version": SCHEMA_VERSION}
+
+
+def trial_rounds_frame(study: str, trial_id: str, result: RunResult) -> pd.DataFrame:
+    """rounds.parquet rows of one trial: the round x task records joined with the round's."""
+    tasks = pd.DataFrame(result.task_records)
+    rounds = pd.DataFrame(result.records)[["round", "phase", *ROUND_COLUMNS]]
+    df = tasks.rename(columns={"reports": "task_reports"}).merge(rounds, on="round")
+    for key, value in result.config.to_flat().items():
+        df[key] = value
+    df.insert(0, "trial_id", trial_id)
+    df.insert(0, "study", study)
+    df["schema_version"] = SCHEMA_VERSION
+    return df
