@@ -109,6 +109,7 @@ def main_bench(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     import fcl.bench  # noqa: F401  (modules that register subcommands)
+    import fcl.pretrain  # noqa: F401
     parser = argparse.ArgumentParser(
         prog="fcl", description="Federated continual learning runs (FCL paper, FLoCoRA).")
     sub = parser.add_subparsers(dest="command", required=True)

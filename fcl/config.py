@@ -38,9 +38,11 @@ BETA = dict(check=lambda v: 0 <= v < 1, allowed="0 <= beta < 1")
 
 @dataclass(frozen=True)
 class DataConfig:
-    name: str = opt("fashion_mnist_bundled", "data set", choices=(
-        "fashion_mnist_bundled", "npz"))
-    root: str = opt("", "file or folder holding the data set (npz: the .npz file)")
+    name: str = opt("fashion_mnist_bundled", "data set (layouts: fcl/data/<name>.py, README)",
+                    choices=("fashion_mnist_bundled", "fashion_mnist", "cifar10", "cifar100",
+                             "miniimagenet", "decathlon", "npz"))
+    root: str = opt("", "file or folder holding the data set (npz: the .npz file; cifar*: "
+                        "torchvision's root; fashion_mnist: empty = Debian's package path)")
     num_tasks: int = opt(5, "T: classes are split into T tasks of disjoint classes, a head each",
                          **POSITIVE)
     num_clients: int = opt(5, "N: clients; each task's training set is partitioned over them",
@@ -58,6 +60,23 @@ class DataConfig:
     class_order: str = opt("natural", "which classes form which task: natural order, or a "
                                       "permutation drawn from the seed",
                            choices=("natural", "seeded"))
+    augment: bool = opt(False, "random crop (zero padding of H/8 pixels) + horizontal flip of "
+                               "every training batch, on the device")
+    domains: str = opt("", "decathlon only: comma-separated domain sequence, one task each "
+                           "(empty = all ten, alphabetical; see fcl/data/decathlon.py)",
+                       check=lambda v: v == "" or _known_domains(v),
+                       allowed="empty, or a comma-separated subset of aircraft, cifar100, "
+                               "daimlerpedcls, dtd, gtsrb, imagenet12, omniglot, svhn, ucf101, "
+                               "vgg-flowers")
+
+
+def _known_domains(text: str) -> bool:
+    from fcl.data.decathlon import parse_domains
+    try:
+        parse_domains(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,18 @@ class ModelConfig:
                      **POSITIVE)
     norm: str = opt("group", "normalisation in backbone and proxies (batch: backbone in eval mode)",
                     choices=("group", "batch"))
+    stem: str = opt("cifar", "backbone stem: cifar = 3x3 conv stride 1; imagenet = torchvision's "
+                             "7x7 conv stride 2 + max-pool (needed for ImageNet weights)",
+                    choices=("cifar", "imagenet"))
+    input_size: int = opt(0, "resize every batch (bilinear, on the device) to S x S before the "
+                             "backbone (0 = the images' own size); ImageNet backbones on 32x32 "
+                             "images: see README", **NON_NEGATIVE)
+    pretrained: str = opt("none", "backbone weights: none = random init from the seed; imagenet = "
+                                  "torchvision's ResNet-18 ImageNet weights (downloaded, or the "
+                                  "torchvision file given as model.weights)",
+                          choices=("none", "imagenet"))
+    weights: str = opt("", "backbone checkpoint to load (written by `fcl pretrain`, or a "
+                           "torchvision resnet18 state_dict); empty = none")
     adapter: str = opt("nettailor", "per-task trainable module", choices=("nettailor",))
     proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
                            **NON_NEGATIVE)
@@ -76,6 +107,13 @@ class ModelConfig:
     complexity_penalty: float = opt(0.0, "NetTailor's complexity loss weight (0 = off): "
                                          "penalises gate mass on proxy paths by their cost",
                                     **NON_NEGATIVE)
+
+    def __post_init__(self):
+        if self.pretrained == "imagenet":      # torchvision's architecture, nothing else loads
+            for key, want in (("backbone", "resnet18"), ("stem", "imagenet"), ("norm", "batch")):
+                if getattr(self, key) != want:
+                    raise ConfigError(f"model.{key}", getattr(self, key), "model.pretrained="
+                                      f"imagenet needs torchvision's ResNet-18", want)
 
 
 @dataclass(frozen=True)

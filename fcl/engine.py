@@ -76,7 +76,8 @@ def resolve_device(name: str) -> torch.device:
 
 def prepare_data(cfg: RunConfig) -> FederatedData:
     """Load the data set and cut it into tasks and client shards (CPU tensors, picklable)."""
-    return build_federated_data(load_dataset(cfg.data.name, cfg.data.root), cfg.data, cfg.seed)
+    return build_federated_data(load_dataset(cfg.data.name, cfg.data.root, cfg.data), cfg.data,
+                                cfg.seed)
 
 
 def initial_state(cfg: RunConfig, model: torch.nn.Module) -> RunState:

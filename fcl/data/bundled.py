@@ -2,7 +2,9 @@
 
 600 training and 100 test images per class (the first ones of each class in file order), 28x28
 grayscale, made by `python -m fcl.data.make_bundled` from the Debian package's IDX files. Its
-SHA-256 is checked on load, so a damaged install fails loudly instead of training on garbage.
+SHA-256 is checked when it is decoded, so a damaged install fails loudly instead of training on
+garbage; the decoded tensors are cached next to it (`fcl.data.cache`; falls back to
+~/.cache/fcl when the package folder is read-only).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fcl.data.cache import cached
 from fcl.data.datasets import DataError, ImageDataset, from_arrays, register
 
 BUNDLED_PATH = Path(__file__).parent / "bundled" / "fashion_mnist_split.npz"
@@ -18,8 +21,16 @@ SHA256 = "c8bc7d083a707211d6a383f67f0ac4201c08b6b7941700ba32024c706beedd20"
 
 
 @register("fashion_mnist_bundled")
-def load_bundled(root: str = "") -> ImageDataset:
-    del root  # the bundled set lives inside the package
+def load_bundled(root: str = "", cfg=None) -> ImageDataset:
+    del root, cfg  # the bundled set lives inside the package
+    if not BUNDLED_PATH.is_file():
+        raise DataError(f"{BUNDLED_PATH}: bundled data set missing; reinstall fcl or rebuild it "
+                        "with `python -m fcl.data.make_bundled`")
+    return cached("fashion_mnist_bundled", BUNDLED_PATH.parent, [BUNDLED_PATH], decode_bundled,
+                  salt=SHA256)
+
+
+def decode_bundled() -> ImageDataset:
     try:
         blob = BUNDLED_PATH.read_bytes()
     except OSError:

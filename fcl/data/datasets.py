@@ -1,8 +1,19 @@
 """Data sets as uint8 tensors in memory, and the registry that maps `data.name` to a loader.
 
-A loader returns an `ImageDataset`; it never normalises or augments (that happens per batch on
-the compute device, see `fcl.data.federated`). Missing or malformed files raise `DataError`,
-whose message names the path, what was expected and how to get it.
+A loader is `load(root: str, cfg: DataConfig) -> ImageDataset` (it reads `data.root` and any other
+`data.*` key it needs, e.g. `data.domains`); it never normalises or augments (that happens per
+batch on the compute device, see `fcl.data.federated`). Loaders of real data sets decode once and
+cache the tensors (`fcl.data.cache`). Missing or malformed files raise `DataError`, whose message
+names the path, what was expected and how to get it.
+
+| data.name             | module                   | tasks                                  |
+|-----------------------|--------------------------|----------------------------------------|
+| fashion_mnist_bundled | fcl.data.bundled         | classes split into data.num_tasks      |
+| fashion_mnist         | fcl.data.fashion_mnist   | classes split into data.num_tasks      |
+| cifar10, cifar100     | fcl.data.cifar           | classes split into data.num_tasks      |
+| miniimagenet          | fcl.data.miniimagenet    | classes split into data.num_tasks      |
+| decathlon             | fcl.data.decathlon       | one task per domain (`task_classes`)   |
+| npz                   | here                     | classes split into data.num_tasks      |
 """
 from __future__ import annotations
 
@@ -26,6 +37,9 @@ class ImageDataset:
     test_x: torch.Tensor
     test_y: torch.Tensor
     classes: tuple[str, ...]
+    # The data set's own grouping of classes into tasks (Decathlon: one per domain), in sequence
+    # order; None: `fcl.data.federated` cuts the classes into data.num_tasks groups.
+    task_classes: tuple[tuple[int, ...], ...] | None = None
 
     @property
     def num_classes(self) -> int:
@@ -64,7 +78,7 @@ def from_arrays(name: str, train_x, train_y, test_x, test_y, classes=None) -> Im
     return ImageDataset(name, tx, ty, sx, sy, tuple(str(c) for c in classes))
 
 
-def load_npz(root: str) -> ImageDataset:
+def load_npz(root: str, cfg=None) -> ImageDataset:
     """Any arrays train_x/train_y/test_x/test_y (and optional `classes`) in one .npz file."""
     if not root:
         raise DataError("data.name=npz needs data.root=FILE.npz with arrays "
@@ -90,15 +104,21 @@ LOADERS: dict[str, Callable[[str], ImageDataset]] = {"npz": load_npz}
 
 
 def register(name: str):
-    """Decorator: `@register("cifar100") def load(root) -> ImageDataset`."""
+    """Decorator: `@register("cifar100") def load(root, cfg) -> ImageDataset`."""
     def deco(fn):
         LOADERS[name] = fn
         return fn
     return deco
 
 
-def load_dataset(name: str, root: str = "") -> ImageDataset:
-    from fcl.data import bundled  # noqa: F401  (registers the bundled set)
+def load_dataset(name: str, root: str = "", cfg=None) -> ImageDataset:
+    """The data set `name` from `root`; `cfg` (a DataConfig, default: its defaults) carries the
+    loader-specific keys."""
+    # modules that register loaders
+    from fcl.data import bundled, cifar, decathlon, fashion_mnist, miniimagenet  # noqa: F401
     if name not in LOADERS:
         raise DataError(f"data.name={name}: no loader; allowed: {', '.join(sorted(LOADERS))}")
-    return LOADERS[name](root)
+    if cfg is None:
+        from fcl.config import DataConfig
+        cfg = DataConfig(name=name, root=root)
+    return LOADERS[name](root, cfg)

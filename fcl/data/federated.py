@@ -2,16 +2,21 @@
 set partitioned over N clients, held on the compute device as uint8 and normalised per batch.
 
 Task-incremental: task t owns classes `task_classes[t]` and a head of that many outputs, so
-labels are stored task-local (0..C_t-1).
+labels are stored task-local (0..C_t-1). A data set made of domains (Decathlon) brings its own
+groups (`ImageDataset.task_classes`): task t is its domain t, and `data.num_tasks` must equal the
+number of domains. Augmentation (`data.augment`) is cut per batch on the device, see
+`fcl.data.augment`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 
 from fcl.config import DataConfig
+from fcl.data.augment import random_crop_flip
 from fcl.data.datasets import DataError, ImageDataset
 from fcl.data.partition import dirichlet_partition, iid_partition
 from fcl.seeding import derive_seed
@@ -33,6 +38,7 @@ class FederatedData:
     mean: torch.Tensor                 # (1, C, 1, 1) float32, from the training images
     std: torch.Tensor
     image_shape: tuple[int, int, int]
+    augment: bool = False              # random crop + flip of training batches (data.augment)
 
     @property
     def num_tasks(self) -> int:
@@ -48,12 +54,25 @@ class FederatedData:
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
         return (x.float() * (1.0 / 255.0) - self.mean) / self.std
 
+    def augmenter(self, gen: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Per-batch augmentation of uint8 images for one client's local training: identity
+        (drawing nothing from `gen`) unless `augment`; else random crop + flip with a device
+        generator seeded by one draw from `gen`, so it never syncs with the host."""
+        if not self.augment:
+            return lambda x: x
+        device = self.mean.device
+        dev_gen = torch.Generator(device=device)
+        dev_gen.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
+        pad = max(1, self.image_shape[-1] // 8)
+        return lambda x: random_crop_flip(x, pad, dev_gen)
+
     def to(self, device: torch.device) -> "FederatedData":
         move = lambda t: t.to(device, non_blocking=True)  # noqa: E731
         tasks = tuple(TaskData(t.classes, move(t.train_x), move(t.train_y), move(t.test_x),
                                move(t.test_y), tuple(move(s) for s in t.shards))
                       for t in self.tasks)
-        return FederatedData(tasks, move(self.mean), move(self.std), self.image_shape)
+        return FederatedData(tasks, move(self.mean), move(self.std), self.image_shape,
+                             self.augment)
 
 
 def split_classes(num_classes: int, num_tasks: int, order: str, seed: int) -> list[list[int]]:
@@ -65,6 +84,38 @@ def split_classes(num_classes: int, num_tasks: int, order: str, seed: int) -> li
     if order == "seeded":
         classes = np.random.default_rng(derive_seed(seed, "class_order")).permutation(classes)
     return [g.tolist() for g in np.array_split(classes, num_tasks)]
+
+
+def task_groups(ds: ImageDataset, cfg: DataConfig, seed: int) -> list[list[int]]:
+    """The data set's own groups (domains), in sequence or seeded order, or classes cut into
+    data.num_tasks groups."""
+    if ds.task_classes is None:
+        return split_classes(ds.num_classes, cfg.num_tasks, cfg.class_order, seed)
+    groups = [list(g) for g in ds.task_classes]
+    if cfg.num_tasks != len(groups):
+        raise DataError(f"data.num_tasks={cfg.num_tasks}: {ds.name} has one task per domain and "
+                        f"holds {len(groups)}; allowed: {len(groups)} (or choose data.domains)")
+    if cfg.class_order == "seeded":
+        order = np.random.default_rng(derive_seed(seed, "class_order")).permutation(len(groups))
+        groups = [groups[i] for i in order]
+    return groups
+
+
+def channel_stats(x: torch.Tensor, chunk: int = 2048) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel mean and std (unbiased) of uint8 images in [0, 1], as (1, C, 1, 1) float32.
+    Exact integer sums over chunks: a 3 GB uint8 set never becomes 12 GB of float32 at once,
+    and the result does not depend on the chunking."""
+    total = torch.zeros(x.shape[1], dtype=torch.int64)
+    squares = torch.zeros(x.shape[1], dtype=torch.int64)
+    for part in x.split(chunk):
+        total += part.sum(dim=(0, 2, 3), dtype=torch.int64)
+        squares += part.to(torch.int32).square().sum(dim=(0, 2, 3), dtype=torch.int64)
+    n = x.shape[0] * x.shape[2] * x.shape[3]
+    mean = total.double() / n
+    var = (squares.double() - n * mean.square()) / max(n - 1, 1)
+    std = var.clamp_min(0).sqrt() / 255.0
+    return ((mean / 255.0).float().view(1, -1, 1, 1),
+            std.float().clamp_min(1e-3).view(1, -1, 1, 1))
 
 
 def _first_per_class(y: torch.Tensor, per_class: int) -> torch.Tensor:
@@ -80,7 +131,7 @@ def build_federated_data(ds: ImageDataset, cfg: DataConfig, seed: int) -> Federa
     tr = _first_per_class(ds.train_y, cfg.train_per_class)
     te = _first_per_class(ds.test_y, cfg.test_per_class)
     train_x, train_y, test_x, test_y = ds.train_x[tr], ds.train_y[tr], ds.test_x[te], ds.test_y[te]
-    groups = split_classes(ds.num_classes, cfg.num_tasks, cfg.class_order, seed)
+    groups = task_groups(ds, cfg, seed)
     tasks = []
     for t, group in enumerate(groups):
         local = torch.full((ds.num_classes,), -1, dtype=torch.long)
@@ -103,7 +154,5 @@ def build_federated_data(ds: ImageDataset, cfg: DataConfig, seed: int) -> Federa
         tasks.append(TaskData(tuple(group), train_x[in_train].contiguous(), ty,
                               test_x[in_test].contiguous(), local[test_y[in_test]],
                               tuple(shards)))
-    pixels = train_x.float().div_(255.0)
-    mean = pixels.mean(dim=(0, 2, 3)).view(1, -1, 1, 1)
-    std = pixels.std(dim=(0, 2, 3)).clamp_min(1e-3).view(1, -1, 1, 1)
-    return FederatedData(tuple(tasks), mean, std, ds.image_shape)
+    mean, std = channel_stats(train_x)
+    return FederatedData(tuple(tasks), mean, std, ds.image_shape, cfg.augment)

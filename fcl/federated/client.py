@@ -61,10 +61,11 @@ def local_train(model: nn.Module, data: FederatedData, task: int, client: int, s
     drift = torch.zeros((), device=shard.device)
     loss_sum = torch.zeros((), device=shard.device)
     steps = 0
+    augment = data.augmenter(gen)      # identity unless data.augment
     model.train()
     for _ in range(cfg.local_epochs):
         for idx in epoch_batches(shard, cfg.batch_size, gen):
-            x = data.normalise(td.train_x[idx])
+            x = data.normalise(augment(td.train_x[idx]))
             loss = F.cross_entropy(model(x, task), td.train_y[idx])
             extra = model.extra_loss(task, model_cfg)
             if extra is not None:

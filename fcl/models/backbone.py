@@ -7,13 +7,23 @@ can tap every block's output (NetTailor proxies) or wrap its convolutions (LoRA)
 | resnet8     | 64, 128, 256 x 1                   | FLoCoRA                           |
 | resnet18    | 64, 128, 256, 512 x 2 (CIFAR stem) | the FCL paper (NetTailor)         |
 
-Weights are randomly initialised from the run's seed (Kaiming, as torchvision) and frozen.
+Weights are randomly initialised from the run's seed (Kaiming, as torchvision) and frozen, unless
+`fcl.models.pretrained` loads them (`model.pretrained=imagenet`, `model.weights=PATH`).
+
+Two stems (`model.stem`): `cifar`, a 3x3 conv of stride 1 (small images keep their resolution);
+`imagenet`, torchvision's 7x7 conv of stride 2 + 3x3 max-pool of stride 2, the layout of its
+ImageNet weights (`resnet18` with this stem and BatchNorm has torchvision's ResNet-18 key-for-key
+minus `fc`, see `fcl.models.pretrained.torchvision_to_fcl`). `model.input_size=S` makes the stem
+first resize every batch to S x S (bilinear): ImageNet weights expect objects of ImageNet scale,
+and on 32x32 images the imagenet stem leaves 8x8 maps before the first block and 1x1 after the
+last, so the paper presets feed CIFAR's 32x32 images at 72x72 (Decathlon's size for its CIFAR-100).
 """
 from __future__ import annotations
 
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -40,6 +50,35 @@ class BasicBlock(nn.Module):
         return torch.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
 
 
+class Stem(nn.Sequential):
+    """conv - norm - ReLU [- max-pool]; with `input_size` > 0 the batch is first resized to
+    input_size x input_size. Children keep torchvision-like indices: 0 conv, 1 norm."""
+
+    def __init__(self, in_channels: int, out_channels: int, norm: str, kind: str = "cifar",
+                 input_size: int = 0):
+        if kind == "imagenet":
+            layers = [nn.Conv2d(in_channels, out_channels, 7, 2, 3, bias=False),
+                      make_norm(norm, out_channels), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+        else:
+            layers = [nn.Conv2d(in_channels, out_channels, 3, 1, 1, bias=False),
+                      make_norm(norm, out_channels), nn.ReLU()]
+        super().__init__(*layers)
+        self.kind, self.input_size = kind, input_size
+
+    @property
+    def reduction(self) -> int:
+        return 4 if self.kind == "imagenet" else 1
+
+    def resize(self, x: torch.Tensor) -> torch.Tensor:
+        s = self.input_size
+        if s and tuple(x.shape[-2:]) != (s, s):
+            x = F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(self.resize(x))
+
+
 SPECS = {  # name -> (channels per stage, blocks per stage)
     "resnet8": ((64, 128, 256), 1),
     "resnet18": ((64, 128, 256, 512), 2),
@@ -51,12 +90,12 @@ class Backbone(nn.Module):
     `channels[i]` and `reduction[i]` (spatial downsampling vs the input) describe node i."""
 
     def __init__(self, in_channels: int, stages: tuple[int, ...], blocks_per_stage: int,
-                 norm: str, first_stride: int = 1):
+                 norm: str, first_stride: int = 1, stem: str = "cifar", input_size: int = 0):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(in_channels, stages[0], 3, 1, 1, bias=False),
-                                  make_norm(norm, stages[0]), nn.ReLU())
-        blocks, self.channels, self.reduction = [], [stages[0]], [1]
-        cin, red = stages[0], 1
+        self.stem = Stem(in_channels, stages[0], norm, stem, input_size)
+        red = self.stem.reduction
+        blocks, self.channels, self.reduction = [], [stages[0]], [red]
+        cin = stages[0]
         for s, cout in enumerate(stages):
             for b in range(blocks_per_stage):
                 stride = (2 if s > 0 else first_stride) if b == 0 else 1
@@ -71,7 +110,8 @@ class Backbone(nn.Module):
         return self.channels[-1]
 
 
-def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int) -> Backbone:
+def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int,
+                   stem: str = "cifar", input_size: int = 0) -> Backbone:
     """A randomly initialised backbone, identical for the same (name, seed), frozen."""
     from fcl.seeding import derive_seed
     with torch.random.fork_rng(devices=[]):
@@ -79,9 +119,11 @@ def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int
         if name == "resnet_tiny":
             # Every stage halves the resolution (28 -> 14 -> 7 -> 4): 2x faster than a full-
             # resolution first stage on the CPU, and small images lose little.
-            net = Backbone(in_channels, (width, 2 * width, 4 * width), 1, norm, first_stride=2)
+            net = Backbone(in_channels, (width, 2 * width, 4 * width), 1, norm, first_stride=2,
+                           stem=stem, input_size=input_size)
         else:
             stages, per_stage = SPECS[name]
-            net = Backbone(in_channels, stages, per_stage, norm)
+            net = Backbone(in_channels, stages, per_stage, norm, stem=stem,
+                           input_size=input_size)
     net.requires_grad_(False)
     return net.eval()

@@ -12,6 +12,7 @@ from torch import nn
 from fcl.config import ModelConfig
 from fcl.models.backbone import build_backbone
 from fcl.models.nettailor import NetTailorNet
+from fcl.models.pretrained import load_pretrained_
 from fcl.seeding import derive_seed
 
 
@@ -27,7 +28,9 @@ ADAPTERS: dict[str, Callable[[ModelConfig, nn.Module, list[int]], nn.Module]] = 
 def build_model(cfg: ModelConfig, image_shape: tuple[int, int, int], classes_per_task: list[int],
                 seed: int) -> nn.Module:
     """Backbone and task modules initialised from `seed` alone (global RNG left untouched)."""
-    backbone = build_backbone(cfg.backbone, image_shape[0], cfg.norm, cfg.width, seed)
+    backbone = build_backbone(cfg.backbone, image_shape[0], cfg.norm, cfg.width, seed,
+                              cfg.stem, cfg.input_size)
+    load_pretrained_(backbone, cfg, image_shape[0])   # model.weights / model.pretrained, if set
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "task_modules"))
         model = ADAPTERS[cfg.adapter](cfg, backbone, classes_per_task)

@@ -1,0 +1,131 @@
+"""`fcl pretrain`: train a backbone on one data set and save it as a `model.weights` checkpoint,
+so a user without ImageNet weights can pretrain on one data set and run FCL on another:
+
+    fcl pretrain --preset local --set data.name=cifar10 data.root=~/data model.backbone=resnet18 \\
+        model.stem=imagenet model.norm=batch model.input_size=72 data.augment=true \\
+        --epochs 30 --out r18-cifar10.pt
+    fcl run --preset paper-cifar100 --set data.root=~/data model.pretrained=none \\
+        model.weights=r18-cifar10.pt
+
+The backbone (`model.backbone`, `.stem`, `.norm`, `.width`, `.input_size`; starting from
+`model.pretrained` / `model.weights` when set) and one linear head over all classes of
+`data.name` train together on its whole training set (`data.train_per_class` caps it;
+`data.augment` applies), with SGD (momentum 0.9, weight decay, cosine learning rate over the
+epochs) and BatchNorm in train mode. The checkpoint holds the backbone's state_dict (BatchNorm
+statistics included), its architecture (checked when loaded) and how it was trained; the head is
+dropped. The same config and seed give the same checkpoint on the same device.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fcl.cli import add_config_arguments, command, config_from_args
+from fcl.config import ClientConfig, ConfigError, RunConfig
+from fcl.models.backbone import Backbone, build_backbone
+from fcl.models.pretrained import architecture, load_pretrained_, save_checkpoint
+from fcl.seeding import derive_seed, generator
+
+
+def features(backbone: Backbone, x: torch.Tensor) -> torch.Tensor:
+    x = backbone.stem(x)
+    for block in backbone.blocks:
+        x = block(x)
+    return x.mean(dim=(2, 3))
+
+
+def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_decay: float,
+             log=print) -> tuple[Backbone, dict]:
+    """Train `cfg.model`'s backbone + a linear head on `cfg.data`; (backbone, report)."""
+    from fcl.data.datasets import load_dataset
+    from fcl.data.federated import build_federated_data
+    from fcl.engine import resolve_device
+    from fcl.federated.client import epoch_batches, sgd_step_
+    t0 = time.perf_counter()
+    device = resolve_device(cfg.run.device)
+    if cfg.run.threads:
+        torch.set_num_threads(cfg.run.threads)
+    ds = load_dataset(cfg.data.name, cfg.data.root, cfg.data)
+    ds = replace(ds, task_classes=None)                     # one head over every class
+    one_task = replace(cfg.data, num_tasks=1, num_clients=1, partition="iid")
+    data = build_federated_data(ds, one_task, cfg.seed).to(device)
+    td = data.tasks[0]
+    in_channels = data.image_shape[0]
+    backbone = build_backbone(cfg.model.backbone, in_channels, cfg.model.norm, cfg.model.width,
+                              cfg.seed, cfg.model.stem, cfg.model.input_size)
+    load_pretrained_(backbone, cfg.model, in_channels)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(cfg.seed, "pretrain_head"))
+        head = nn.Linear(backbone.out_channels, len(td.classes))
+    backbone, head = backbone.to(device).requires_grad_(True), head.to(device)
+    params = list(backbone.parameters()) + list(head.parameters())
+    gen = generator(cfg.seed, "pretrain")
+    augment = data.augmenter(gen)
+    momentum_bufs: list[torch.Tensor] = []
+    losses = []
+    for epoch in range(epochs):
+        step_cfg = ClientConfig(lr=lr * 0.5 * (1 + math.cos(math.pi * epoch / epochs)),
+                                momentum=0.9, weight_decay=weight_decay)
+        backbone.train()
+        loss_sum = torch.zeros((), device=device)
+        steps = 0
+        for idx in epoch_batches(td.shards[0], batch_size, gen):
+            x = data.normalise(augment(td.train_x[idx]))
+            loss = F.cross_entropy(head(features(backbone, x)), td.train_y[idx])
+            grads = torch.autograd.grad(loss, params)
+            sgd_step_(params, list(grads), momentum_bufs, step_cfg)
+            loss_sum += loss.detach()
+            steps += 1
+        losses.append(float(loss_sum) / max(steps, 1))         # one sync per epoch
+        log(f"epoch {epoch + 1:>3}/{epochs} lr {step_cfg.lr:.4f} loss {losses[-1]:.4f}")
+    backbone.eval()
+    with torch.inference_mode():
+        hits = torch.zeros((), dtype=torch.long, device=device)
+        for start in range(0, len(td.test_y), cfg.eval.batch_size):
+            x = data.normalise(td.test_x[start:start + cfg.eval.batch_size])
+            hits += (head(features(backbone, x)).argmax(1)
+                     == td.test_y[start:start + cfg.eval.batch_size]).sum()
+    backbone.requires_grad_(False)
+    report = {"data.name": cfg.data.name, "data.root": cfg.data.root, "seed": cfg.seed,
+              "epochs": epochs, "lr": lr, "batch_size": batch_size,
+              "weight_decay": weight_decay, "input_size": cfg.model.input_size,
+              "train_loss": losses[-1] if losses else math.nan,
+              "test_acc": float(hits) * 100.0 / max(len(td.test_y), 1),
+              "classes": len(td.classes), "train_images": len(td.train_y),
+              "wall_s": time.perf_counter() - t0}
+    return backbone.cpu(), report
+
+
+def _add_pretrain(p: argparse.ArgumentParser) -> None:
+    add_config_arguments(p)
+    p.add_argument("--out", required=True, metavar="FILE.pt", help="checkpoint to write")
+    p.add_argument("--epochs", type=int, default=10, help="epochs over the training set")
+    p.add_argument("--lr", type=float, default=0.1, help="peak SGD learning rate (cosine)")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--weight-decay", type=float, default=5e-4)
+
+
+@command("pretrain", "train a backbone on a data set and save it for model.weights=PATH")(
+    _add_pretrain)
+def main_pretrain(args) -> int:
+    for flag, value in (("--epochs", args.epochs), ("--lr", args.lr),
+                        ("--batch-size", args.batch_size)):
+        if not value > 0 or not math.isfinite(value):
+            raise ConfigError(flag, value, "out of range", "> 0")
+    if not args.weight_decay >= 0:
+        raise ConfigError("--weight-decay", args.weight_decay, "out of range", ">= 0")
+    cfg = config_from_args(args)
+    backbone, report = pretrain(cfg, args.epochs, args.lr, args.batch_size, args.weight_decay,
+                                log=lambda line: print(line, file=sys.stderr, flush=True))
+    sha = save_checkpoint(args.out, backbone,
+                          architecture(cfg.model, backbone.stem[0].in_channels), report)
+    print(f"test accuracy {report['test_acc']:.2f}% over {report['classes']} classes after "
+          f"{args.epochs} epochs ({report['wall_s']:.1f} s); wrote {args.out} sha256={sha[:16]}")
+    return 0

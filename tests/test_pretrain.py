@@ -1,0 +1,86 @@
+"""`fcl pretrain` writes a backbone checkpoint that `model.weights` loads back bit-identical;
+data-set errors on the command line are one line and exit 2."""
+import pytest
+import torch
+
+from fcl.config import DataConfig, RunConfig, iter_fields
+from fcl.data.datasets import LOADERS, DataError, load_dataset
+from fcl.cli import main
+from fcl.engine import run
+from fcl.models.factory import build_model
+from fcl.presets import preset
+
+TINY = ["data.train_per_class=20", "data.test_per_class=5", "run.threads=1"]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("FCL_OFFLINE", "1")
+
+
+def fcl(capsys, *args):
+    """`python -m fcl ARGS` in this process (same code path, no second torch import)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_pretrain_checkpoint_loads_back_bit_identical_and_runs(tmp_path, capsys):
+    out = tmp_path / "ckpt" / "backbone.pt"
+    code, stdout, stderr = fcl(capsys, "pretrain", "--preset", "smoke", "--set", *TINY,
+                               "data.augment=true", "--epochs", "1", "--batch-size", "50",
+                               "--out", str(out))
+    assert code == 0, stderr
+    assert "test accuracy" in stdout and "epoch   1/1" in stderr
+    blob = torch.load(out, weights_only=True)
+    assert blob["architecture"] == {"backbone": "resnet_tiny", "stem": "cifar", "norm": "group",
+                                    "width": 16, "in_channels": 1}
+    assert blob["meta"]["epochs"] == 1 and blob["meta"]["train_images"] == 200
+    cfg = preset("smoke", {"rounds": 5, "data.train_per_class": 10, "data.test_per_class": 4,
+                           "model.weights": str(out)})
+    model = build_model(cfg.model, (1, 28, 28), [2] * 5, cfg.seed)
+    loaded = model.backbone.state_dict()
+    assert loaded.keys() == blob["state_dict"].keys()
+    assert all(torch.equal(loaded[k], blob["state_dict"][k]) for k in loaded)
+    init = build_model(preset("smoke").model, (1, 28, 28), [2] * 5, cfg.seed).backbone
+    assert not torch.equal(init.state_dict()["stem.0.weight"], loaded["stem.0.weight"])
+    res = run(cfg, model=model)
+    after = model.backbone.state_dict()
+    assert all(torch.equal(after[k], blob["state_dict"][k]) for k in after)   # stays frozen
+    assert res.summary["rounds"] == 5 and 0.0 <= res.summary["acc"] <= 100.0
+
+
+def test_pretrain_rejects_bad_flags_and_wrong_architecture(tmp_path, capsys):
+    code, _, err = fcl(capsys, "pretrain", "--preset", "smoke", "--epochs", "0",
+                       "--out", str(tmp_path / "x.pt"))
+    assert code == 2 and "error: --epochs=0: out of range" in err
+    torch.save({"conv1.weight": torch.zeros(1)}, tmp_path / "half.pt")
+    code, _, err = fcl(capsys, "run", "--preset", "smoke", "--set",
+                       f"model.weights={tmp_path / 'half.pt'}")
+    assert code == 2 and err.count("\n") == 1
+    assert "neither an fcl backbone checkpoint nor a torchvision resnet18" in err
+
+
+@pytest.mark.parametrize("name", ["cifar100", "cifar10", "miniimagenet", "decathlon"])
+def test_missing_real_data_set_is_one_line_exit_2(tmp_path, name, capsys):
+    code, _, err = fcl(capsys, "run", "--preset", "smoke", "--set", f"data.name={name}",
+                       f"data.root={tmp_path / 'absent'}", "data.domains=svhn",
+                       "data.num_tasks=1", "rounds=5")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("error: ") and str(tmp_path / "absent") in err and "expected" in err
+
+
+def test_every_data_name_has_a_loader_and_paper_presets_follow_table_2():
+    with pytest.raises(DataError):
+        load_dataset("no-such-set")                           # imports every loader module
+    choices = {k: m for k, _, m, _ in iter_fields(RunConfig())}["data.name"]["choices"]
+    assert set(choices) == set(LOADERS)
+    for name, data in (("paper-cifar100", "cifar100"), ("paper-miniimagenet", "miniimagenet"),
+                       ("paper-decathlon", "decathlon"), ("paper", "cifar100")):
+        cfg = preset(name)
+        assert (cfg.data.name, cfg.data.num_tasks, cfg.data.num_clients, cfg.rounds,
+                cfg.rounds_per_phase, cfg.client.local_epochs, cfg.client.lr,
+                cfg.server.optimizer, cfg.server.lr, cfg.model.backbone,
+                cfg.model.pretrained) == (data, 10, 5, 300, 30, 2, 0.05, "fedadam", 0.5,
+                                          "resnet18", "imagenet")
+    assert DataConfig().augment is False
