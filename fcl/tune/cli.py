@@ -1,0 +1,110 @@
+"""The command line every study script shares: `python studies/<name>.py [flags]`.
+
+Bad flags, keys, values or spaces print one line `error: ...` and exit 2 before any trial.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fcl.cli import EXIT_USAGE, parse_sets
+from fcl.config import ConfigError
+from fcl.data.datasets import DataError
+from fcl.presets import PRESETS
+from fcl.tune.study import Study, StudyOptions, run_study
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):          # argparse's usage dump -> our one line, exit 2
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not > 0")
+        return value
+    return parse
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def build_parser(name: str, doc: str | None, searcher: str | None, num_samples: int = 1
+                 ) -> argparse.ArgumentParser:
+    p = _Parser(prog=f"studies/{name}.py", description=doc,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="local", choices=sorted(PRESETS),
+                   help="trial size: smoke (seconds), local (a laptop), paper (Table 2); "
+                        "default: local")
+    p.add_argument("--address", help="Ray cluster to join (default: $RAY_ADDRESS, else start a "
+                                     "quiet local Ray)")
+    p.add_argument("--storage", help="where Tune keeps trial state and checkpoints: a path "
+                                     "shared by the nodes or s3://... (default: RESULTS/.tune)")
+    p.add_argument("--results", default="results",
+                   help="folder for RESULTS/<study>/{trials,rounds}.parquet (default: results)")
+    p.add_argument("--cpus-per-trial", type=positive(float),
+                   help="CPUs per trial, also its torch threads (default: 1)")
+    p.add_argument("--gpus-per-trial", type=non_negative_float,
+                   help="GPUs per trial (default: the cluster's GPUs / trials that fit at once; "
+                        "0 when it has none)")
+    p.add_argument("--num-samples", "--trials", type=positive(int), default=num_samples,
+                   help=f"repeats of the grid, or draws of a search (default: {num_samples})")
+    p.add_argument("--seeds", type=positive(int),
+                   help="seeds per configuration: seed, seed+1, ... (default: 1 smoke, 3 local "
+                        "and paper)")
+    p.add_argument("--max-concurrent", type=positive(int),
+                   help="at most this many trials at once (default: what the cluster fits)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue this study from its Tune state (after a crash or a kill)")
+    p.add_argument("--fresh", action="store_true",
+                   help="discard this study's Tune state (and Optuna study) and start over")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="override base config keys (see `fcl run --help`)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the trial table and the expected cost; run nothing")
+    if searcher is not None:
+        p.add_argument("--objective", default="acc", choices=("acc", "pareto"),
+                       help="acc: maximise ACC; pareto: ACC vs bytes communicated")
+    return p
+
+
+def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
+    """Parse the shared flags and run `study`. Returns the exit code."""
+    args = build_parser(study.name, study.doc, study.searcher, study.num_samples).parse_args(argv)
+    try:
+        if args.resume and args.fresh:
+            raise ConfigError("--fresh", "on", "contradicts --resume", "one of them")
+        opts = StudyOptions(
+            preset=args.preset, sets=parse_sets(args.set), seeds=args.seeds,
+            results=args.results, storage=args.storage, address=args.address,
+            cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
+            num_samples=args.num_samples, max_concurrent=args.max_concurrent,
+            resume=args.resume, fresh=args.fresh, dry_run=args.dry_run,
+            objective=getattr(args, "objective", "acc"))
+        outcome = run_study(study.name, study.space_for(args.preset), opts, base=study.base,
+                            searcher=study.searcher)
+    except (ConfigError, DataError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted; continue with --resume", file=sys.stderr)
+        return 130
+    return 1 if outcome.unfinished else 0
+
+
+def main(study: Study) -> None:
+    """`if __name__ == "__main__": main(STUDY)` at the end of a study script."""
+    sys.exit(run_study_cli(study))

@@ -1,0 +1,79 @@
+"""Where trials run: a quiet local Ray, or a cluster reached by `--address` / `RAY_ADDRESS`;
+and how much of it each trial asks for."""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+
+import ray
+
+from fcl.config import ConfigError
+
+
+def connect(address: str | None, num_cpus: int | None = None) -> bool:
+    """Join the cluster at `address` (or `RAY_ADDRESS`), or start a local one with no dashboard,
+    no usage statistics and no token prompt. Returns True when this call started Ray (the
+    caller then shuts it down); an already initialised Ray (a test session) is reused."""
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")           # our table, not Ray's result boxes
+    # A trial's checkpoint forces a snapshot of the experiment state (what makes --resume exact);
+    # Ray warns about that each time for short trials.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's default token auth stays on (a token under ~/.ray); only its notice is silenced.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+        logging.ERROR)
+    local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
+    ray.init(address=address, configure_logging=True, logging_level=logging.WARNING,
+             log_to_driver=True, **local)
+    return True
+
+
+def local_resources() -> dict:
+    """What a local Ray would find here, without starting one (for `--dry-run`)."""
+    import torch
+    return {"CPU": len(os.sched_getaffinity(0)), "GPU": torch.cuda.device_count()}
+
+
+@dataclass(frozen=True)
+class TrialResources:
+    cpus: float
+    gpus: float
+    threads: int              # torch threads: the trial's CPU share, at least one
+
+    def as_dict(self) -> dict:
+        return {"cpu": self.cpus, "gpu": self.gpus}
+
+
+def trial_resources(cluster: dict, cpus: float | None, gpus: float | None,
+                    max_concurrent: int | None) -> TrialResources:
+    """Default: one CPU per trial, and the cluster's GPUs shared evenly by the trials that can
+    run at once (none when it has none). Asking for GPUs the cluster lacks is an error, never
+    a trial left pending forever."""
+    have_cpus, have_gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
+    cpus = 1.0 if cpus is None else cpus
+    if not 0 < cpus <= have_cpus:
+        raise ConfigError("--cpus-per-trial", cpus, f"the cluster has {have_cpus:g} CPUs",
+                          f"0 < cpus <= {have_cpus:g}")
+    concurrency = max(1, math.floor(have_cpus / cpus))
+    if max_concurrent:
+        concurrency = min(concurrency, max_concurrent)
+    if gpus is None:
+        gpus = 0.0 if not have_gpus else min(1.0, have_gpus / concurrency)
+    if gpus < 0 or gpus > have_gpus or (gpus > 1 and gpus != int(gpus)):
+        raise ConfigError("--gpus-per-trial", gpus, f"the cluster has {have_gpus:g} GPUs",
+                          "0" if not have_gpus else f"0 <= gpus <= {have_gpus:g} (fractions "
+                          "below 1, whole numbers above)")
+    return TrialResources(cpus, gpus, max(1, math.floor(cpus)))
+
+
+def concurrency(cluster: dict, res: TrialResources, max_concurrent: int | None) -> int:
+    """How many trials can run at once on `cluster` (for the dry run's cost estimate)."""
+    n = math.floor(float(cluster.get("CPU", 0)) / res.cpus)
+    if res.gpus:
+        n = min(n, math.floor(float(cluster.get("GPU", 0)) / res.gpus))
+    return max(1, min(n, max_concurrent) if max_concurrent else n)

@@ -1,0 +1,168 @@
+"""A finished (or resumed) study as two tidy Parquet files, written by the driver.
+
+Rows come from each trial's last checkpoint (the whole `RunResult`), never from Tune's
+progress logs, which repeat the rounds a resumed trial replays: so a study killed and resumed
+exports exactly the rows of one that never stopped. Trials are sorted by the keys the study
+varies, then by `trial_id` (a hash of the trial's whole config, stable across reruns), and
+columns have fixed types, so exporting the same results twice writes the same files.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+from fcl.config import RunConfig, field_types
+from fcl.results_io import SCHEMA_VERSION, trial_rounds_frame, trial_row, write_parquet_atomic
+from fcl.tune.space import resolve
+from fcl.tune.trainable import load_result, versions
+
+# Columns of trials.parquet besides the config keys and the run summary.
+STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset")
+VERSION_COLUMNS = ("fcl_version", "torch_version", "ray_version", "python_version")
+# The run summary's columns and types: present (NaN / null) even in a table of failed trials.
+SUMMARY_TYPES = {"acc": "float64", "bwt_f": "float64", "bwt_f_literal": "float64",
+                 "bytes_up": "Int64", "bytes_down": "Int64", "samples": "Int64",
+                 "tcc_bytes": "Int64", "full_fedavg_bytes": "Int64",
+                 "compression_ratio": "float64", "wall_s": "float64", "samples_per_s": "float64",
+                 "drift_mean": "float64", "trainable_params_per_task": "Int64",
+                 "device": "string"}
+PANDAS_TYPE = {bool: "bool", int: "int64", float: "float64", str: "string"}
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    config: RunConfig
+    status: str                  # TERMINATED | ERROR
+    error: str
+    result: object | None        # RunResult when TERMINATED
+    versions: dict
+    order: str                   # Ray's trial directory name: breaks ties between equal configs
+
+
+def config_hash(cfg: RunConfig) -> str:
+    text = json.dumps(cfg.to_flat(), sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def error_line(error: BaseException) -> str:
+    """The original exception of a failed trial as one line: `Type: message`."""
+    cause = getattr(error, "cause", None) or error
+    text = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {text[0] if text else ''}".strip()
+
+
+def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
+    """Finished and failed trials of a Tune ResultGrid; also counts unfinished ones."""
+    out, unfinished = [], 0
+    for res in result_grid:
+        order = os.path.basename(str(res.path))
+        cfg = resolve(base, res.config)
+        if res.error is not None:
+            out.append(TrialOutcome(cfg, "ERROR", error_line(res.error), None, versions(), order))
+            continue
+        loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
+        if loaded is None:
+            unfinished += 1
+            continue
+        result, meta = loaded
+        out.append(TrialOutcome(cfg, "TERMINATED", "", result, meta["versions"], order))
+    return out, unfinished
+
+
+def trial_ids(trials: list[TrialOutcome]) -> list[str]:
+    """Config hash; equal configs (num_samples > 1 over a grid) get -1, -2, ... in Ray's order."""
+    hashes = [config_hash(t.config) for t in trials]
+    counts = {h: hashes.count(h) for h in hashes}
+    seen: dict[str, int] = {}
+    ids = []
+    for h, t in sorted(zip(hashes, trials), key=lambda p: (p[0], p[1].order)):
+        seen[h] = seen.get(h, 0) + 1
+        ids.append((id(t), h if counts[h] == 1 else f"{h}-{seen[h]}"))
+    by_obj = dict(ids)
+    return [by_obj[id(t)] for t in trials]
+
+
+def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys: list[str]
+                 ) -> dict[str, pd.DataFrame]:
+    ids = trial_ids(trials)
+    rows, rounds = [], []
+    for tid, t in zip(ids, trials):
+        row = trial_row(study, tid, t.result, t.config.to_flat(), t.status, t.error)
+        row.update({"preset": preset, **{k: t.versions.get(k, "") for k in VERSION_COLUMNS}})
+        rows.append(row)
+        if t.result is not None:
+            rounds.append(trial_rounds_frame(study, tid, t.result))
+    types = field_types()
+    metrics = metric_types([t.result.summary for t in trials if t.result is not None], types)
+    trials_df = typed_trials(pd.DataFrame(rows), types, metrics)
+    keys = [k for k in sort_keys if k in trials_df] + ["trial_id"]
+    trials_df = trials_df.sort_values(keys, kind="stable").reset_index(drop=True)
+    rounds_df = pd.concat(rounds, ignore_index=True) if rounds else empty_rounds(types)
+    order = {tid: i for i, tid in enumerate(trials_df["trial_id"])}
+    rounds_df = (rounds_df.assign(_order=rounds_df["trial_id"].map(order))
+                 .sort_values(["_order", "round", "task"], kind="stable")
+                 .drop(columns="_order").reset_index(drop=True))
+    return {"trials": trials_df, "rounds": rounds_df}
+
+
+def empty_rounds(types: dict[str, type]) -> pd.DataFrame:
+    """rounds.parquet of a study whose trials all failed: no rows, every column."""
+    ints = ("round", "task", "task_reports", "phase", "bytes_up", "bytes_down",
+            "clients_sampled", "clients_reporting", "schema_version")
+    floats = ("accuracy", "cos_head", "cos_module", "drift", "mean_acc", "train_loss")
+    cols = {"study": "string", "trial_id": "string", **{c: "int64" for c in ints},
+            **{c: "float64" for c in floats}, "evaluated": "bool",
+            **{k: PANDAS_TYPE[t] for k, t in types.items()}}
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in cols.items()})
+
+
+def typed_trials(df: pd.DataFrame, types: dict[str, type], metrics: dict[str, str]
+                 ) -> pd.DataFrame:
+    """Every column present with one type, whatever the trials' fate: config keys by their
+    field type, summary metrics nullable (`metrics`: their types), study columns as strings."""
+    for col, dtype in metrics.items():
+        df[col] = (df[col] if col in df else pd.Series([None] * len(df), dtype="object")
+                   ).astype("object").where(lambda c: c.notna(), None).astype(dtype)
+    for key, typ in types.items():
+        df[key] = df[key].astype(PANDAS_TYPE[typ])
+    for col in (*STUDY_COLUMNS, *VERSION_COLUMNS):
+        df[col] = df[col].astype("string")
+    df["schema_version"] = df["schema_version"].astype("int64")
+    head = [*STUDY_COLUMNS, *types]
+    rest = [c for c in df.columns if c not in head and c not in VERSION_COLUMNS
+            and c != "schema_version"]
+    return df[[*head, *rest, *VERSION_COLUMNS, "schema_version"]]
+
+
+def metric_types(summaries: list[dict], types: dict[str, type]) -> dict[str, str]:
+    """`SUMMARY_TYPES`, plus the types of summary metrics it does not list (a newer engine's),
+    read from the finished runs' values."""
+    out = dict(SUMMARY_TYPES)
+    for summary in summaries:
+        for key, value in summary.items():
+            if key in out or key in types:
+                continue
+            out[key] = ("boolean" if isinstance(value, bool) else "Int64" if isinstance(value, int)
+                        else "float64" if isinstance(value, float) else "string")
+    return out
+
+
+def write_study(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:
+    paths = []
+    for name, df in frames.items():
+        path = os.path.join(folder, f"{name}.parquet")
+        write_parquet_atomic(df, path)
+        paths.append(path)
+    return paths
+
+
+def summary_line(trials_df: pd.DataFrame) -> str:
+    done = trials_df[trials_df["status"] == "TERMINATED"]
+    failed = len(trials_df) - len(done)
+    best = "" if done.empty else f"; best ACC {done['acc'].max():.2f}%"
+    return (f"{len(done)} trials finished, {failed} failed{best}; "
+            f"{done['wall_s'].sum() / 60:.1f} trial-minutes")

@@ -1,0 +1,325 @@
+"""`run_study`: the one orchestration loop every study script shares.
+
+    space -> checked against the config (one line, exit 2, before any trial)
+          -> Ray Tune trials (one engine run each; reported every round, checkpointed)
+          -> results/<study>/trials.parquet + rounds.parquet (written by the driver)
+
+Tune keeps its state under `--storage` (default `<results>/.tune/<study>`); `--resume`
+continues a study whose driver stopped, from that state and the trials' checkpoints.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+import pyarrow.fs
+import torch
+
+from fcl.config import ConfigError, RunConfig, with_overrides
+from fcl.data.datasets import ImageDataset, load_dataset
+from fcl.data.federated import build_federated_data
+from fcl.presets import preset as run_preset
+from fcl.tune import cluster, space as spaces
+from fcl.tune.space import Space, describe_value, grid_points, training_samples, varying_keys
+
+# Study trials at each preset: `fcl.presets` sizes, made smaller where a study of dozens of
+# trials has to fit a laptop. `local`: half the rounds of `fcl run --preset local` on a third of
+# its training images, so a 36-trial study takes about 20 minutes on 2 CPU cores.
+STUDY_SIZES: dict[str, dict[str, Any]] = {
+    "smoke": {"rounds": 5, "data.train_per_class": 20, "data.test_per_class": 10,
+              "model.width": 8},
+    "local": {"rounds": 25, "data.train_per_class": 200, "data.test_per_class": 100},
+    "paper": {},
+}
+DEFAULT_SEEDS = {"smoke": 1, "local": 3, "paper": 3}
+# Samples/s of one trial of resnet_tiny on one CPU core of the 2-core machine this was written on
+# (`fcl run --preset local --set rounds=25 data.train_per_class=200 run.threads=1`: 416/s).
+CPU_SAMPLES_PER_S = {"resnet_tiny": 400.0}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study script's declaration: what varies (`space`, plus axes per preset, e.g. rounds
+    100-400 at `paper` and 25-100 at `local`), what the study fixes (`base` config overrides,
+    applied before the user's `--set`), and how trials are drawn."""
+    name: str
+    space: Space
+    base: dict[str, Any] = field(default_factory=dict)
+    by_preset: dict[str, Space] = field(default_factory=dict)
+    searcher: str | None = None          # None: grid (and random draws); "optuna": TPE
+    num_samples: int = 1                 # default --num-samples
+    doc: str | None = None
+
+    def space_for(self, preset: str) -> Space:
+        return {**self.space, **self.by_preset.get(preset, {})}
+
+
+@dataclass(frozen=True)
+class StudyOptions:
+    """The flags every study script takes (see `fcl.tune.cli`)."""
+    preset: str = "local"
+    sets: dict[str, str] = field(default_factory=dict)
+    seeds: int | None = None
+    results: str = "results"
+    storage: str | None = None
+    address: str | None = None
+    cpus_per_trial: float | None = None
+    gpus_per_trial: float | None = None
+    num_samples: int = 1
+    max_concurrent: int | None = None
+    resume: bool = False
+    fresh: bool = False
+    dry_run: bool = False
+    objective: str = "acc"
+    max_failures: int = 2
+    checkpoint_every: int | None = None
+
+
+@dataclass(frozen=True)
+class StudyOutcome:
+    trials: int                       # planned
+    paths: tuple[str, ...] = ()       # Parquet files written
+    finished: int = 0
+    failed: int = 0
+    unfinished: int = 0
+    wall_s: float = 0.0
+
+
+def base_config(opts: StudyOptions, study_base: dict) -> RunConfig:
+    """The run preset, resized for a study (`STUDY_SIZES`), the study's own keys, then `--set`."""
+    return run_preset(opts.preset, {**STUDY_SIZES.get(opts.preset, {}), **study_base, **opts.sets})
+
+
+_LOADED: dict[tuple, ImageDataset] = {}      # per driver process: data sets are read-only
+
+
+def load_datasets(configs: list[RunConfig]) -> dict[tuple, ImageDataset]:
+    """Each data set the study uses, loaded once in the driver (`spaces.dataset_key`)."""
+    out = {}
+    for c in configs:
+        key = spaces.dataset_key(c)
+        if key not in _LOADED:
+            _LOADED[key] = load_dataset(c.data.name, c.data.root, c.data)
+        out[key] = _LOADED[key]
+    return out
+
+
+def check_data(configs: list[RunConfig], datasets: dict) -> None:
+    """Cut every distinct (data keys, seed) once, so a partition that cannot be made (too many
+    clients, a Dirichlet draw that starves a client) fails here, before any trial."""
+    seen = set()
+    for cfg in configs:
+        sig = spaces.data_signature(cfg)
+        if sig not in seen:
+            seen.add(sig)
+            build_federated_data(datasets[spaces.dataset_key(cfg)], cfg.data, cfg.seed)
+
+
+def images_per_task(cfg: RunConfig, ds: ImageDataset) -> float:
+    counts = torch.bincount(ds.train_y)
+    if cfg.data.train_per_class:
+        counts = counts.clamp(max=cfg.data.train_per_class)
+    return float(counts.sum()) / cfg.data.num_tasks
+
+
+def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
+               concurrent: int, threads: int, gpus: float, searched: bool) -> tuple[int, str]:
+    """The dry run: one line per grid point (x num_samples), or the searched ranges, and the
+    expected cost in training samples (and minutes, where a CPU rate is known)."""
+    points = grid_points(space)
+    trials = num_samples if searched else len(points) * num_samples
+    if searched:
+        lines = [f"  {k:<30} {describe_value(v)}" for k, v in space.items()]
+    else:
+        keys = [k for k in space if spaces.is_grid(space[k])]
+        cells = [[str(i)] + [describe_value(p[k]) for k in keys] for i, p in enumerate(points)]
+        rows = [["#"] + keys] + cells
+        widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+        lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    samples = 0.0
+    for point in points:
+        cfg = spaces.resolve(base, {k: v for k, v in point.items()
+                                    if not isinstance(v, spaces.Domain)})
+        samples += training_samples(cfg, images_per_task(cfg, datasets[spaces.dataset_key(cfg)]))
+    samples *= trials / len(points)
+    repeat = f" x {num_samples} samples" if num_samples > 1 and not searched else ""
+    cost = f"{trials} trials{repeat}; {samples:,.0f} training samples in all"
+    rate = CPU_SAMPLES_PER_S.get(base.model.backbone)
+    if rate and not gpus:
+        minutes = samples / (rate * threads * concurrent) / 60
+        cost += (f"; about {minutes:.0f} min at {concurrent} trials at a time "
+                 f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone})")
+    return trials, "\n".join(lines + [cost])
+
+
+def experiment_fs(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
+    if "://" in path:
+        return pyarrow.fs.FileSystem.from_uri(path)
+    return pyarrow.fs.LocalFileSystem(), os.path.abspath(path)
+
+
+def read_meta(path: str) -> dict | None:
+    fs, p = experiment_fs(path)
+    try:
+        with fs.open_input_stream(p + "/study.json") as f:
+            return json.loads(f.read().decode())
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def write_meta(path: str, meta: dict) -> None:
+    fs, p = experiment_fs(path)
+    fs.create_dir(p, recursive=True)
+    with fs.open_output_stream(p + "/study.json.tmp") as f:
+        f.write(json.dumps(meta, indent=1, sort_keys=True, default=str).encode())
+    fs.move(p + "/study.json.tmp", p + "/study.json")
+
+
+def remove_experiment(path: str) -> None:
+    fs, p = experiment_fs(path)
+    if fs.get_file_info(p).type != pyarrow.fs.FileType.NotFound:
+        fs.delete_dir(p)
+
+
+def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
+              base: dict | None = None, searcher: str | None = None,
+              out: TextIO | None = None) -> StudyOutcome:
+    """Run (or `--resume`, or `--dry-run`) study `name` over `space` and export its Parquet.
+
+    `base`: config overrides the study always applies (before the user's `--set`);
+    `searcher`: None for grids and random draws, "optuna" for an Optuna TPE search."""
+    t0 = time.perf_counter()
+    out = out or sys.stdout
+    cfg = base_config(opts, base or {})
+    if searcher is not None:
+        if opts.seeds not in (None, 1):
+            raise ConfigError("--seeds", opts.seeds, "a search draws its own trials; it runs "
+                              "each at the base seed", "1 (or --set seed=N)")
+    else:
+        space = spaces.with_seeds(space, cfg.seed, opts.seeds or DEFAULT_SEEDS.get(opts.preset, 3))
+    if opts.num_samples < 1:
+        raise ConfigError("--num-samples", opts.num_samples, "out of range", ">= 1")
+    configs = spaces.check_space(space, cfg)
+    datasets = load_datasets(configs)
+    check_data(configs, datasets)
+
+    address = opts.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:                    # a local Ray: checked before starting it
+        have = cluster.local_resources()
+        res = cluster.trial_resources(have, opts.cpus_per_trial, opts.gpus_per_trial,
+                                      opts.max_concurrent)
+    if opts.dry_run:
+        if address is not None:
+            have = _connected_resources(address)
+            res = cluster.trial_resources(have, opts.cpus_per_trial, opts.gpus_per_trial,
+                                          opts.max_concurrent)
+        n = cluster.concurrency(have, res, opts.max_concurrent)
+        trials, table = plan_table(space, cfg, opts.num_samples, datasets, n, res.threads,
+                                   res.gpus, searcher is not None)
+        print(f"study {name} (preset {opts.preset}): {res.cpus:g} CPU / {res.gpus:g} GPU per "
+              f"trial\n{table}", file=out)
+        return StudyOutcome(trials)
+
+    started = cluster.connect(address)
+    try:
+        return _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0)
+    finally:
+        if started:
+            import ray
+            ray.shutdown()
+
+
+def _connected_resources(address: str | None) -> dict:
+    import ray
+    started = cluster.connect(address)
+    try:
+        return ray.cluster_resources()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0) -> StudyOutcome:
+    import ray
+    from ray import tune
+
+    from fcl.tune import export, searchers
+    from fcl.tune.trainable import train_trial
+
+    res = cluster.trial_resources(ray.cluster_resources(), opts.cpus_per_trial,
+                                  opts.gpus_per_trial, opts.max_concurrent)
+    if not cfg.run.threads:
+        cfg = with_overrides(cfg, {"run.threads": res.threads})
+    storage = opts.storage or os.path.join(os.path.abspath(opts.results), ".tune")
+    if "://" not in storage:
+        storage = os.path.abspath(storage)
+    exp_path = storage.rstrip("/") + "/" + name
+    meta = {"study": name, "preset": opts.preset, "base": cfg.to_flat(),
+            "space": {k: describe_value(v) if not spaces.is_grid(v) else
+                      [describe_value(x) for x in v["grid_search"]] for k, v in space.items()},
+            "num_samples": opts.num_samples, "searcher": searcher, "objective": opts.objective}
+    optuna_name = searchers.optuna_study_name(name, opts.objective)
+    optuna_url = searchers.storage_url(opts.results)
+    can_restore = tune.Tuner.can_restore(exp_path)
+    stale_optuna = searcher == "optuna" and searchers.optuna_study_exists(optuna_url, optuna_name)
+    if opts.fresh:
+        remove_experiment(exp_path)
+        if searcher == "optuna":
+            searchers.delete_optuna_study(optuna_url, optuna_name)
+        can_restore = False
+    elif not opts.resume and (can_restore or stale_optuna):
+        raise ConfigError("--resume", "off", f"study {name} already has state in {exp_path}",
+                          "--resume to continue it, or --fresh to discard it")
+    if opts.resume and can_restore:
+        old = read_meta(exp_path)
+        if old is not None and old["base"] != meta["base"]:
+            diff = sorted(k for k in meta["base"] if old["base"].get(k) != meta["base"][k])
+            raise ConfigError("--resume", ",".join(diff), "differs from the interrupted study's "
+                              "config", "the same --preset/--set/--cpus-per-trial, or --fresh")
+    write_meta(exp_path, meta)
+
+    trainable = tune.with_resources(
+        tune.with_parameters(train_trial, base=cfg, datasets=datasets,
+                             checkpoint_every=opts.checkpoint_every or max(1, cfg.rounds // 10)),
+        res.as_dict())
+    keys = varying_keys(space)
+    reporter = tune.CLIReporter(
+        parameter_columns={k: k for k in keys},
+        metric_columns={"training_iteration": "rounds", "acc": "ACC", "bytes": "bytes"},
+        max_report_frequency=30, max_progress_rows=40, max_column_length=16)
+    run_config = tune.RunConfig(
+        name=name, storage_path=storage, verbose=1, progress_reporter=reporter,
+        failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=1))
+    if opts.resume and can_restore:
+        print(f"resuming study {name} from {exp_path}", file=out, flush=True)
+        tuner = tune.Tuner.restore(exp_path, trainable, resume_unfinished=True,
+                                   resume_errored=False)
+    else:
+        search_alg = None
+        if searcher == "optuna":
+            search_alg = searchers.optuna_searcher(name, opts.objective, opts.results, cfg.seed,
+                                                   opts.max_concurrent)
+        tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
+                                      max_concurrent_trials=opts.max_concurrent,
+                                      reuse_actors=True)
+        tuner = tune.Tuner(trainable, param_space=space, tune_config=tune_config,
+                           run_config=run_config)
+    grid = tuner.fit()
+
+    trials, unfinished = export.outcomes(grid, cfg)
+    frames = export.study_frames(name, opts.preset, trials, keys)
+    paths = export.write_study(frames, os.path.join(opts.results, name))
+    df = frames["trials"]
+    print(export.summary_line(df), file=out)
+    for p in paths:
+        print(f"wrote {p}", file=out)
+    if unfinished:
+        print(f"{unfinished} trials did not finish; run again with --resume", file=out)
+    failed = int((df["status"] != "TERMINATED").sum())
+    return StudyOutcome(len(grid), tuple(paths), len(df) - failed, failed, unfinished,
+                        time.perf_counter() - t0)

@@ -1,0 +1,32 @@
+"""Optuna TPE over the FCL knobs: client/server LR, tau, rounds, local epochs, Dirichlet alpha,
+straggler probability, and the per-task module (NetTailor, or LoRA with its rank and alpha).
+
+`--objective acc` maximises ACC; `--objective pareto` trades ACC against the bytes sent.
+Optuna's state lives in RESULTS/optuna.db: `optuna-dashboard results/optuna.db`.
+"""
+from ray import tune
+
+from fcl.tune import Study, main
+
+SPACE = {
+    "client.lr": tune.loguniform(0.005, 0.2),
+    "server.lr": tune.loguniform(0.05, 1.0),
+    "server.tau": tune.loguniform(1e-4, 1e-1),
+    "client.local_epochs": tune.randint(1, 6),
+    "data.partition": "dirichlet",
+    "data.alpha": tune.loguniform(0.5, 8.0),
+    "participation.straggler_prob": tune.uniform(0.0, 0.5),
+    "model.adapter": tune.choice(["nettailor", "lora"]),
+    "model.lora_rank": tune.choice([4, 8, 16, 32]),
+    "model.lora_alpha": tune.choice([32.0, 128.0, 512.0]),
+}
+ROUNDS = {   # multiples of data.num_tasks at each preset
+    "paper": {"rounds": tune.choice([100, 200, 300, 400])},
+    "local": {"rounds": tune.choice([25, 50])},
+    "smoke": {"rounds": tune.choice([5, 10])},
+}
+
+STUDY = Study("search", SPACE, by_preset=ROUNDS, searcher="optuna", num_samples=20, doc=__doc__)
+
+if __name__ == "__main__":
+    main(STUDY)

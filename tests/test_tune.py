@@ -1,0 +1,154 @@
+"""Studies through real Ray Tune (one local Ray of 2 CPUs for the session): Parquet rows and
+schema, numbers equal to a direct engine run, a driver killed mid-study and resumed, a failing
+trial retried then recorded, and idempotent re-export."""
+import glob
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+ray = pytest.importorskip("ray")
+
+from fcl.config import ConfigError, field_types  # noqa: E402
+from fcl.engine import run  # noqa: E402
+from fcl.tune import StudyOptions, grid, run_study  # noqa: E402
+from fcl.tune import cluster  # noqa: E402
+from fcl.tune.export import STUDY_COLUMNS, SUMMARY_TYPES, VERSION_COLUMNS  # noqa: E402
+from fcl.tune.space import resolve  # noqa: E402
+from fcl.tune.study import base_config  # noqa: E402
+
+SPACE = {"client.lr": grid(0.02, 0.1), "server.optimizer": grid("fedsgd", "fedadam")}
+SETS = {"rounds": "10"}                  # smoke study sizes, 10 rounds: long enough to kill
+TIMING = ("wall_s", "samples_per_s")     # the only columns a rerun may change
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    started = cluster.connect(None, num_cpus=2)
+    yield ray.get_runtime_context().gcs_address
+    if started:
+        ray.shutdown()
+
+
+def smoke(results, **kw) -> StudyOptions:
+    return StudyOptions(preset="smoke", sets=SETS, results=str(results), **kw)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(local_ray, tmp_path_factory):
+    results = tmp_path_factory.mktemp("uninterrupted")
+    outcome = run_study("grid4", SPACE, smoke(results))
+    return results, outcome
+
+
+def frames(results, study="grid4"):
+    return {n: pd.read_parquet(os.path.join(results, study, f"{n}.parquet"))
+            for n in ("trials", "rounds")}
+
+
+def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
+    results, outcome = uninterrupted
+    assert (outcome.trials, outcome.finished, outcome.failed) == (4, 4, 0)
+    f = frames(results)
+    trials, rounds = f["trials"], f["rounds"]
+    assert len(trials) == 4 and trials["trial_id"].is_unique
+    assert set(trials["status"]) == {"TERMINATED"} and set(trials["error"]) == {""}
+    assert len(rounds) == 4 * 10 * 5                          # trials x rounds x tasks
+    assert rounds.groupby("trial_id").size().eq(50).all()
+    # every config key, the summary, study and version columns, each with one type
+    types = field_types()
+    for col in (*STUDY_COLUMNS, *types, *SUMMARY_TYPES, *VERSION_COLUMNS, "schema_version"):
+        assert col in trials.columns, col
+    assert trials["client.lr"].dtype == "float64" and trials["rounds"].dtype == "int64"
+    assert trials["server.bias_correction"].dtype == "bool"
+    assert (trials["rounds"] == 10).all() and (trials["schema_version"] == 1).all()
+    assert sorted(zip(trials["client.lr"], trials["server.optimizer"])) == [
+        (0.02, "fedadam"), (0.02, "fedsgd"), (0.1, "fedadam"), (0.1, "fedsgd")]
+    assert (trials["run.threads"] == 1).all()                 # one CPU per trial
+    # ACC is the mean accuracy of the last round, as rounds.parquet has it
+    last = rounds[rounds["round"] == 9].groupby("trial_id")["accuracy"].mean()
+    assert trials.set_index("trial_id")["acc"].sub(last).abs().max() < 1e-9
+    # a trial through Ray gives exactly the numbers of a direct engine run of its config
+    row = trials.iloc[0]
+    cfg = resolve(base_config(smoke(results), {}), {k: row[k] for k in ("client.lr",
+                                                                          "server.optimizer")})
+    cfg = resolve(cfg, {"seed": int(row["seed"]), "run.threads": 1})
+    direct = run(cfg)
+    assert row["acc"] == direct.summary["acc"] and row["bwt_f"] == direct.summary["bwt_f"]
+    mine = rounds[rounds["trial_id"] == row["trial_id"]]
+    assert mine["drift"].iloc[::5].tolist() == [r["drift"] for r in direct.records]
+
+
+def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(uninterrupted):
+    results, _ = uninterrupted
+    paths = [os.path.join(results, "grid4", f) for f in ("trials.parquet", "rounds.parquet")]
+    before = [open(p, "rb").read() for p in paths]
+    with pytest.raises(ConfigError, match="--resume to continue it, or --fresh"):
+        run_study("grid4", SPACE, smoke(results))
+    with pytest.raises(ConfigError, match="differs from the interrupted study"):
+        run_study("grid4", SPACE, StudyOptions(preset="smoke", sets={"rounds": "5"},
+                                               results=str(results), resume=True))
+    outcome = run_study("grid4", SPACE, smoke(results, resume=True))
+    assert (outcome.finished, outcome.failed) == (4, 0)
+    assert [open(p, "rb").read() for p in paths] == before
+
+
+STUDY_SCRIPT = """
+from fcl.tune import Study, grid, main
+STUDY = Study("grid4", {space!r})
+if __name__ == "__main__":
+    main(STUDY)
+"""
+
+
+def test_driver_killed_mid_study_then_resumed_gives_exactly_the_same_rows(uninterrupted, tmp_path):
+    results, _ = uninterrupted
+    script = tmp_path / "grid4.py"
+    script.write_text(textwrap.dedent(STUDY_SCRIPT.format(space=SPACE)))
+    killed = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": REPO}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--preset", "smoke", "--set", "rounds=10",
+         "--results", str(killed), "--address", ray.get_runtime_context().gcs_address],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    pattern = str(killed / ".tune" / "grid4" / "*" / "checkpoint_*")
+    deadline = time.monotonic() + 120
+    while not glob.glob(pattern) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1.0)                       # some trials mid-way, none exported yet
+    assert proc.poll() is None, "the study finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not os.path.exists(killed / "grid4" / "trials.parquet")
+    outcome = run_study("grid4", SPACE, smoke(killed, resume=True))
+    assert (outcome.finished, outcome.failed) == (4, 0)
+    a, b = frames(results), frames(killed)
+    pd.testing.assert_frame_equal(a["trials"].drop(columns=list(TIMING)),
+                                  b["trials"].drop(columns=list(TIMING)))
+    pd.testing.assert_frame_equal(a["rounds"], b["rounds"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ray, tmp_path):
+    space = {"run.device": grid("cpu", "cuda")}         # cuda: fails here, at run time
+    outcome = run_study("failing", space, StudyOptions(
+        preset="smoke", seeds=1, results=str(tmp_path), max_failures=1))
+    assert (outcome.finished, outcome.failed) == (1, 1)
+    f = frames(tmp_path, "failing")
+    trials = f["trials"].set_index("run.device")
+    assert trials.loc["cpu", "status"] == "TERMINATED" and trials.loc["cpu", "error"] == ""
+    assert trials.loc["cuda", "status"] == "ERROR"
+    assert "run.device=cuda: no CUDA device" in trials.loc["cuda", "error"]
+    assert pd.isna(trials.loc["cuda", "acc"]) and trials.loc["cuda", "rounds"] == 5
+    assert set(f["rounds"]["trial_id"]) == {trials.loc["cpu", "trial_id"]}
+    # retried once: Ray logged two failures of that trial
+    error_logs = glob.glob(str(tmp_path / ".tune" / "failing" / "*cuda*" / "error.txt"))
+    assert len(error_logs) == 1
+    assert open(error_logs[0]).read().count("Failure # ") == 2

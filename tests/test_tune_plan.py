@@ -1,0 +1,197 @@
+"""Study declarations without starting Ray: every script's trial count (`--dry-run`), one-line
+errors with exit 2 before any trial, space checks, trial resources, and the Parquet schema of
+a study whose trials all failed."""
+import glob
+import os
+import pickle
+import runpy
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("ray")
+from ray import tune  # noqa: E402
+
+from fcl.config import ConfigError, field_types  # noqa: E402
+from fcl.presets import preset  # noqa: E402
+from fcl.tune import StudyOptions, grid, run_study  # noqa: E402
+from fcl.tune.cli import run_study_cli  # noqa: E402
+from fcl.tune.cluster import trial_resources  # noqa: E402
+from fcl.tune.export import SUMMARY_TYPES, TrialOutcome, study_frames, trial_ids  # noqa: E402
+from fcl.tune.space import check_space, data_signature, dataset_key, trial_overrides  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STUDY_FILES = sorted(glob.glob(os.path.join(REPO, "studies", "*.py")))
+
+
+def load_study(name: str):
+    return runpy.run_path(os.path.join(REPO, "studies", f"{name}.py"))["STUDY"]
+
+
+def lora_keys_exist() -> bool:
+    try:
+        preset("smoke", {"model.adapter": "lora", "model.lora_rank": 4, "compression.bits": 8})
+        return True
+    except ConfigError:
+        return False
+
+
+# grid points at `local` and at `smoke` (one seed), from the grids the scripts declare
+COUNTS = {
+    "ablation_lr": (4 * 3, 4 * 3),
+    "ablation_rounds_epochs": (4 * 5, 2 * 5),
+    "scalability": (4, 2),
+    "noniid": (6, 6),
+    "stragglers": (5, 5),
+    "optimizers": (4 * 3, 4 * 3),
+    "task_order": (3 * 2 * 2, 3 * 2 * 2),
+    "flocora_rank_alpha": (9, 9),
+    "flocora_quantization": (4, 4),
+    "search": (20, 20),                      # draws, not grid points
+}
+
+
+def test_every_study_script_is_counted():
+    assert sorted(os.path.basename(f)[:-3] for f in STUDY_FILES) == sorted(COUNTS)
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS))
+@pytest.mark.parametrize("which", ["local", "smoke"])
+def test_dry_run_prints_the_trial_table_and_counts(name, which, capsys):
+    if name.startswith("flocora") and not lora_keys_exist():
+        pytest.skip("model.adapter=lora / compression.bits not in fcl.config yet (issue 3)")
+    small = ["--set", "data.train_per_class=30", "data.test_per_class=5"]     # counts only
+    code = run_study_cli(load_study(name), ["--preset", which, "--dry-run", "--seeds", "1",
+                                            *small])
+    out = capsys.readouterr().out
+    assert code == 0
+    expected = COUNTS[name][0 if which == "local" else 1]
+    assert f"\n{expected} trials" in out
+    if load_study(name).searcher is None:
+        assert out.count("\n") == expected + 3        # study line, header, rows, cost
+
+
+def test_local_runs_three_seeds_of_every_grid_point(capsys):
+    assert run_study_cli(load_study("optimizers"), ["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "\n36 trials; 720,000 training samples" in out and "(preset local)" in out
+
+
+def test_dry_run_seeds_and_samples_multiply_the_grid(capsys):
+    study = load_study("ablation_lr")
+    assert run_study_cli(study, ["--preset", "smoke", "--seeds", "2", "--num-samples", "3",
+                                 "--dry-run"]) == 0
+    assert "\n72 trials x 3 samples" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["--set", "bogus=1"], "error: bogus=1: unknown key"),
+    (["--set", "client.lr=-1"], "error: client.lr=-1.0: out of range; allowed: > 0"),
+    (["--set", "rounds=7"], "error: rounds=7: not a multiple of data.num_tasks=5"),
+    (["--gpus-per-trial", "0.5"], "error: --gpus-per-trial=0.5: the cluster has 0 GPUs; "
+                                  "allowed: 0"),
+    (["--cpus-per-trial", "64"], "error: --cpus-per-trial=64.0: the cluster has"),
+    (["--seeds", "0"], "error: argument --seeds: 0 is not > 0"),
+    (["--preset", "huge"], "error: argument --preset: invalid choice: 'huge'"),
+    (["--resume", "--fresh"], "error: --fresh=on: contradicts --resume"),
+    (["--set", "data.name=npz", "data.root=/nonexistent.npz"], "error: /nonexistent.npz: no such"),
+])
+def test_bad_flags_fail_before_any_trial_with_one_line_and_exit_2(argv, line, capsys, tmp_path):
+    if "--gpus-per-trial" in argv:
+        import torch
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit) as exit_:
+        code = run_study_cli(load_study("ablation_lr"), ["--results", str(tmp_path), *argv])
+        raise SystemExit(code)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and err.count("\n") == 1, err
+    assert not os.listdir(tmp_path)                    # nothing ran, nothing written
+
+
+@pytest.mark.parametrize("space,fragment", [
+    ({"client.lrr": grid(0.1)}, "client.lrr=0.1: unknown key"),
+    ({"client.lr": grid(0.1, -1.0)}, "client.lr=-1.0: out of range"),
+    ({"server.optimizer": grid("fedsgd", "sgd")}, "server.optimizer=sgd: unknown value"),
+    ({"participation.straggler_prob": tune.uniform(0.0, 1.0)},
+     "participation.straggler_prob=1.0: out of range"),
+    ({"rounds": grid(10, 12)}, "rounds=12: not a multiple of data.num_tasks=5"),
+    ({"x": grid({"server.optimizer": "fedsgd"}, {"server.lr": 0})}, "server.lr=0.0: out of range"),
+    ({"client.lr": grid()}, "client.lr=[]: empty grid"),
+])
+def test_bad_spaces_fail_before_any_trial(space, fragment, tmp_path):
+    with pytest.raises(ConfigError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        run_study("bad", space, StudyOptions(preset="smoke", results=str(tmp_path)))
+    assert not os.listdir(tmp_path)
+
+
+def test_a_partition_that_cannot_be_cut_fails_before_any_trial(tmp_path):
+    from fcl.data.datasets import DataError
+    with pytest.raises(DataError, match="data.num_clients=500"):
+        run_study("bad", {"data.num_clients": grid(3, 500)},
+                  StudyOptions(preset="smoke", results=str(tmp_path), dry_run=True))
+
+
+def test_variant_axes_and_data_keys():
+    trial = {"client.lr": 0.1, "opt": {"server.optimizer": "fedadam", "server.tau": 0.1},
+             "seed": 2}
+    assert trial_overrides(trial) == {"client.lr": 0.1, "server.optimizer": "fedadam",
+                                      "server.tau": 0.1, "seed": 2}
+    a = preset("smoke", {"seed": 0})
+    b = preset("smoke", {"seed": 1, "data.alpha": 0.3, "client.lr": 0.2})
+    assert data_signature(a) != data_signature(b)                 # never share prepared data
+    assert data_signature(a) == data_signature(preset("smoke", {"client.lr": 0.2}))
+    assert dataset_key(a) == dataset_key(b)                       # one loaded copy for both
+    configs = check_space({"opt": grid({"server.optimizer": "fedsgd"},
+                                       {"server.optimizer": "fedyogi", "server.tau": 0.1}),
+                           "client.lr": tune.loguniform(0.01, 0.1)}, a)
+    assert [(c.server.optimizer, c.client.lr) for c in configs] == [
+        ("fedsgd", 0.01), ("fedsgd", 0.1), ("fedyogi", 0.01), ("fedyogi", 0.1)]
+
+
+def test_trial_resources_default_to_one_cpu_and_never_ask_for_missing_gpus():
+    cpu_only = {"CPU": 16.0}
+    r = trial_resources(cpu_only, None, None, None)
+    assert (r.cpus, r.gpus, r.threads) == (1.0, 0.0, 1)
+    assert trial_resources(cpu_only, 4, None, None).threads == 4
+    gpus = {"CPU": 16.0, "GPU": 2.0}
+    assert trial_resources(gpus, 4, None, None).gpus == 0.5      # 4 trials share 2 GPUs
+    assert trial_resources(gpus, 1, None, 2).gpus == 1.0          # 2 at a time, one GPU each
+    with pytest.raises(ConfigError, match="the cluster has 0 GPUs"):
+        trial_resources(cpu_only, None, 0.25, None)
+    with pytest.raises(ConfigError, match="fractions below 1"):
+        trial_resources(gpus, None, 1.5, None)
+
+
+def test_study_of_failed_trials_still_has_every_column_typed():
+    cfgs = [preset("smoke", {"seed": s}) for s in (0, 1)]
+    failed = [TrialOutcome(c, "ERROR", "RuntimeError: boom", None, {}, str(i))
+              for i, c in enumerate(cfgs)]
+    frames = study_frames("s", "smoke", failed, ["seed"])
+    trials, rounds = frames["trials"], frames["rounds"]
+    assert len(trials) == 2 and len(rounds) == 0
+    for col, dtype in SUMMARY_TYPES.items():
+        assert str(trials[col].dtype) == dtype and trials[col].isna().all()
+    types = field_types()
+    assert all(k in trials and k in rounds for k in types)
+    assert str(trials["data.alpha"].dtype) == "float64" == str(rounds["data.alpha"].dtype)
+    assert str(rounds["accuracy"].dtype) == "float64" and str(rounds["round"].dtype) == "int64"
+
+
+def test_trial_ids_hash_the_config_and_number_equal_configs():
+    a, b = preset("smoke", {"seed": 0}), preset("smoke", {"seed": 1})
+    outs = [TrialOutcome(c, "ERROR", "", None, {}, order)
+            for c, order in ((a, "t2"), (b, "t0"), (a, "t1"))]
+    ids = trial_ids(outs)
+    assert ids[0].endswith("-2") and ids[2].endswith("-1") and "-" not in ids[1]
+    assert ids[0][:-2] == ids[2][:-2] != ids[1]
+    assert ids == trial_ids(outs)                                  # stable
+
+
+def test_declarations_and_bound_parameters_pickle():
+    study = load_study("task_order")
+    assert pickle.loads(pickle.dumps(study)) == study
+    cfg = preset("smoke")
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+    assert isinstance(pd.DataFrame(), pd.DataFrame)
