@@ -99,7 +99,9 @@ class ModelConfig:
                           choices=("none", "imagenet"))
     weights: str = opt("", "backbone checkpoint to load (written by `fcl pretrain`, or a "
                            "torchvision resnet18 state_dict); empty = none")
-    adapter: str = opt("nettailor", "per-task trainable module", choices=("nettailor",))
+    adapter: str = opt("nettailor", "per-task trainable module: NetTailor proxies, FLoCoRA's LoRA "
+                                    "adapters, or full = the whole model trained and sent "
+                                    "(FedAvg baseline)", choices=("nettailor", "lora", "full"))
     proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
                            **NON_NEGATIVE)
     gate_init: float = opt(2.0, "gate logits start at +g for the main path and -g for proxies",
@@ -107,6 +109,13 @@ class ModelConfig:
     complexity_penalty: float = opt(0.0, "NetTailor's complexity loss weight (0 = off): "
                                          "penalises gate mass on proxy paths by their cost",
                                     **NON_NEGATIVE)
+    lora_rank: int = opt(32, "lora only: r, the rank of every adapter", **POSITIVE)
+    lora_alpha: float = opt(512.0, "lora only: alpha; adapters are scaled by alpha / r "
+                                   "(FLoCoRA: 512 = 16 r at r = 32)", **POSITIVE)
+    lora_on_head: bool = opt(False, "lora only: a LoRA adapter on a frozen final FC instead of "
+                                    "training the FC (FLoCoRA Table II, first two rows)")
+    lora_train_norms: bool = opt(True, "lora only: train per-task norm layers (false: the "
+                                       "backbone's frozen norms, Table II 'Vanilla')")
 
     def __post_init__(self):
         if self.pretrained == "imagenet":      # torchvision's architecture, nothing else loads
@@ -155,6 +164,13 @@ class ParticipationConfig:
 
 
 @dataclass(frozen=True)
+class CompressionConfig:
+    bits: int = opt(32, "bits per value of every message, both links (32: float32 as is; "
+                        "8/4/2: affine per output channel, 1-D tensors in float32)",
+                    choices=(32, 8, 4, 2))
+
+
+@dataclass(frozen=True)
 class EvalConfig:
     every: int = opt(1, "evaluate all tasks every k rounds (phase boundaries and the last round "
                         "always)", **POSITIVE)
@@ -178,6 +194,7 @@ class RunConfig:
     client: ClientConfig = field(default_factory=ClientConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     participation: ParticipationConfig = field(default_factory=ParticipationConfig)
+    compression: CompressionConfig = field(default_factory=CompressionConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RuntimeConfig = field(default_factory=RuntimeConfig)
 

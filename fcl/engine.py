@@ -21,13 +21,14 @@ from typing import Callable
 
 import torch
 
+from fcl.communication import full_model_nbytes
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
 from fcl.federated import server_opt
 from fcl.federated.aggregate import cosine_distance, pseudo_gradient, subtract, weighted_mean
 from fcl.federated.client import local_train
-from fcl.federated.compression import decode, encode
+from fcl.federated.compression import decode, encoder
 from fcl.federated.participation import participation
 from fcl.federated.task_schedule import task_schedule
 from fcl.metrics import acc, bwt_f, bwt_f_literal, eval_rounds
@@ -55,6 +56,7 @@ class RunState:
     bytes_up: int = 0
     bytes_down: int = 0
     samples: int = 0                 # training samples processed (for throughput)
+    full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
         "acc": acc(A), "bwt_f": bwt_f(A, Q, list(state.first_update)),
         "bwt_f_literal": bwt_f_literal(A, Q),
         "bytes_up": state.bytes_up, "bytes_down": state.bytes_down,
+        **communication_summary(state),
         "rounds": R, "samples": state.samples, "wall_s": wall,
         "samples_per_s": state.samples / wall if wall > 0 else math.nan,
         "drift_mean": _mean([rec["drift"] for rec in state.records]),
@@ -156,13 +159,20 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
     Q = cfg.rounds_per_phase
     part = participation(r, data.num_clients, cfg.participation, cfg.seed)
     tasks_of = schedule[r].tolist()
-    bytes_down = bytes_up = samples = 0
+    encode = encoder(cfg.compression.bits)
+    # full-model FedAvg baseline: same messages, each the whole model of its task in float32
+    full_nbytes = [full_model_nbytes(model.backbone, n) for n in data.classes_per_task()]
+    bytes_down = bytes_up = samples = full_bytes = 0
     received: dict[int, Params] = {}
+    broadcast: dict[int, tuple[Params, int]] = {}   # one message per task: all its clients get it
     for c in part.sampled:                     # broadcast: each sampled client gets its task
         t = tasks_of[c]
-        msg = encode({**state.tasks[t].params, **state.tasks[t].buffers})
-        bytes_down += msg.nbytes
-        received[c] = decode(msg)
+        if t not in broadcast:
+            msg = encode({**state.tasks[t].params, **state.tasks[t].buffers})
+            broadcast[t] = (decode(msg), msg.nbytes)
+        received[c], nbytes = broadcast[t]
+        bytes_down += nbytes
+        full_bytes += full_nbytes[t]
 
     updates: dict[int, list] = {}
     drift_sum = torch.zeros((), dtype=torch.float64, device=data.mean.device)
@@ -176,6 +186,7 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         delta = subtract({n: up.end[n] for n in trainable}, {n: received[c][n] for n in trainable})
         msg = encode({**delta, **{n: up.end[n] for n in buffers}})
         bytes_up += msg.nbytes
+        full_bytes += full_nbytes[t]
         samples += up.num_samples * cfg.client.local_epochs
         updates.setdefault(t, []).append((decode(msg), up.num_samples))
         drift_sum = drift_sum + up.drift.double() / cfg.client.local_epochs
@@ -217,6 +228,9 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         "cos_head": _mean([float(v["cos_head"]) for v in task_rows.values()]),
         "cos_module": _mean([float(v["cos_module"]) for v in task_rows.values()]),
         "bytes_up": bytes_up, "bytes_down": bytes_down,
+        "tcc_bytes": state.bytes_up + state.bytes_down + bytes_up + bytes_down,
+        "compression_ratio": _ratio(state.full_bytes + full_bytes,
+                                    state.bytes_up + state.bytes_down + bytes_up + bytes_down),
         "evaluated": evaluated,
         "mean_acc": float(accuracy[:, r].mean()) if evaluated else math.nan,
         "wall_s": time.perf_counter() - t_start,
@@ -231,7 +245,7 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
     new_state = RunState(r + 1, tuple(new_tasks), accuracy, tuple(first_update),
                          state.records + (record,), state.task_records + tuple(task_records),
                          state.bytes_up + bytes_up, state.bytes_down + bytes_down,
-                         state.samples + samples)
+                         state.samples + samples, state.full_bytes + full_bytes)
     return new_state, record
 
 
@@ -239,6 +253,18 @@ def _to(ts: TaskServerState, device: torch.device) -> TaskServerState:
     mv = lambda p: {n: t.to(device) for n, t in p.items()}  # noqa: E731
     return TaskServerState(mv(ts.params), mv(ts.buffers),
                            server_opt.OptState(mv(ts.opt.m), mv(ts.opt.v), ts.opt.steps))
+
+
+def communication_summary(state: RunState) -> dict:
+    """TCC (FLoCoRA Eq. 2, counted exactly: every byte sent on both links over the run) and
+    the compression ratio versus full-model float32 FedAvg with the same messages."""
+    tcc = state.bytes_up + state.bytes_down
+    return {"tcc_bytes": tcc, "full_fedavg_bytes": state.full_bytes,
+            "compression_ratio": _ratio(state.full_bytes, tcc)}
+
+
+def _ratio(full: int, sent: int) -> float:
+    return full / sent if sent else math.nan
 
 
 def _mean(values: list[float]) -> float:

@@ -1,28 +1,114 @@
-"""What goes over the wire. `encode(params) -> Message`, `decode(Message) -> params`, and
-`Message.nbytes` counts exactly what would be sent. The codec here sends float32 tensors
-as they are (4 bytes per element); quantized codecs plug in behind the same contract."""
+"""What goes over the wire. `encoder(bits)(params) -> Message`, `decode(Message) -> params`, and
+`Message.nbytes` counts exactly what would be sent: the payload plus the per-channel scales and
+zero points (tensor names and shapes are known to both sides and not counted).
+
+bits = 32: every tensor as float32, 4 bytes per element.
+bits in {8, 4, 2}: FLoCoRA's affine quantization, round to nearest. A tensor of two or more
+dimensions is quantized per output channel (dim 0: a conv's or a LoRA factor's output channels,
+a Linear's output units, i.e. the columns of W in y = x W; the paper's "per column for the FC"
+is read that way), with a float32 scale and a float32 zero point per channel:
+
+    lo, hi = min, max of the channel;   scale = (hi - lo) / (2^b - 1)   (1 for a constant channel)
+    code  = round((x - lo) / scale)  in {0, ..., 2^b - 1};   x_hat = lo + code * scale
+
+so |x - x_hat| <= scale / 2 (up to float rounding), values on the grid come back exactly, and a
+constant channel comes back exactly (no 0 / 0). The zero point is sent as `lo`, the real value of
+code 0 (a float zero point, as the paper sends its zero points in float). Codes are packed:
+8 / b per byte, ceil(numel * b / 8) bytes per tensor. 1-D tensors (norm weights, biases, norm
+statistics, NetTailor gates) go as float32, as in the paper.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+import torch
 
 from fcl.models.task_state import Params
+
+FLOAT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class QuantizedTensor:
+    codes: torch.Tensor      # uint8, packed 8 // bits codes per byte, row-major
+    lo: torch.Tensor         # float32 (channels,): the zero point, real value of code 0
+    scale: torch.Tensor      # float32 (channels,)
+    shape: torch.Size
+    bits: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.numel() + FLOAT_BYTES * (self.lo.numel() + self.scale.numel())
 
 
 @dataclass(frozen=True)
 class Message:
-    tensors: Params
+    tensors: Params                    # sent as float32
     nbytes: int
+    quantized: dict[str, QuantizedTensor] = field(default_factory=dict)
+
+
+def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
+    """uint8 codes < 2^bits, flat -> ceil(n * bits / 8) bytes; code j of a byte sits at bit j*b."""
+    per = 8 // bits
+    if per == 1:
+        return codes
+    pad = (-codes.numel()) % per
+    groups = torch.nn.functional.pad(codes, (0, pad)).view(-1, per)
+    out = groups[:, 0].clone()
+    for j in range(1, per):
+        out |= groups[:, j] << (bits * j)
+    return out
+
+
+def unpack(packed: torch.Tensor, bits: int, n: int) -> torch.Tensor:
+    per = 8 // bits
+    if per == 1:
+        return packed[:n]
+    shifts = torch.arange(0, 8, bits, dtype=torch.uint8, device=packed.device)
+    return ((packed[:, None] >> shifts) & (2 ** bits - 1)).flatten()[:n]
+
+
+def quantize(t: torch.Tensor, bits: int) -> QuantizedTensor:
+    rows = t.detach().float().reshape(t.shape[0], -1)
+    lo, hi = rows.amin(dim=1), rows.amax(dim=1)
+    levels = 2 ** bits - 1
+    scale = (hi - lo) / levels
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    codes = torch.round((rows - lo[:, None]) / scale[:, None]).clamp_(0, levels).to(torch.uint8)
+    return QuantizedTensor(pack(codes.flatten(), bits), lo, scale, t.shape, bits)
+
+
+def dequantize(q: QuantizedTensor) -> torch.Tensor:
+    codes = unpack(q.codes, q.bits, q.shape.numel()).view(q.shape[0], -1).float()
+    return (q.lo[:, None] + codes * q.scale[:, None]).view(q.shape)
 
 
 def encode(params: Params) -> Message:
+    """The float32 codec (bits = 32)."""
     tensors = {n: t.float() for n, t in params.items()}
-    return Message(tensors, sum(4 * t.numel() for t in tensors.values()))
+    return Message(tensors, float32_nbytes(tensors))
+
+
+def encode_quantized(params: Params, bits: int) -> Message:
+    tensors = {n: t.float() for n, t in params.items() if t.dim() < 2}
+    quantized = {n: quantize(t, bits) for n, t in params.items() if t.dim() >= 2}
+    nbytes = float32_nbytes(tensors) + sum(q.nbytes for q in quantized.values())
+    return Message(tensors, nbytes, quantized)
 
 
 def decode(message: Message) -> Params:
-    return message.tensors
+    if not message.quantized:
+        return message.tensors
+    return {**message.tensors, **{n: dequantize(q) for n, q in message.quantized.items()}}
+
+
+def encoder(bits: int) -> Callable[[Params], Message]:
+    """`compression.bits` -> the encoder of both links (decode reads any message)."""
+    return encode if bits == 32 else partial(encode_quantized, bits=bits)
 
 
 def float32_nbytes(params: Params) -> int:
-    return sum(4 * t.numel() for t in params.values())
-
+    return sum(FLOAT_BYTES * t.numel() for t in params.values())

@@ -11,6 +11,8 @@ from torch import nn
 
 from fcl.config import ModelConfig
 from fcl.models.backbone import build_backbone
+from fcl.models.full import FullNet
+from fcl.models.lora import LoRANet
 from fcl.models.nettailor import NetTailorNet
 from fcl.models.pretrained import load_pretrained_
 from fcl.seeding import derive_seed
@@ -20,8 +22,19 @@ def _nettailor(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Mo
     return NetTailorNet(backbone, classes_per_task, cfg.proxy_depth, cfg.gate_init, cfg.norm)
 
 
+def _lora(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
+    return LoRANet(backbone, classes_per_task, cfg.lora_rank, cfg.lora_alpha,
+                   cfg.lora_train_norms, cfg.lora_on_head)
+
+
+def _full(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
+    return FullNet(backbone, classes_per_task)
+
+
 ADAPTERS: dict[str, Callable[[ModelConfig, nn.Module, list[int]], nn.Module]] = {
     "nettailor": _nettailor,
+    "lora": _lora,
+    "full": _full,
 }
 
 

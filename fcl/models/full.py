@@ -1,0 +1,52 @@
+"""`model.adapter=full`: every weight is trained and sent (FLoCoRA's FedAvg baseline).
+
+The engine's contract is a frozen `backbone` plus per-task trainable modules whose tensors are
+the federated message. Here each task module owns a trainable copy of the whole backbone (made
+at build time from the same seeded weights) and its head, so the task-state machinery (server
+state per task, broadcast, deltas, buffers such as BatchNorm statistics) works unchanged, and a
+T = 1 run is plain FedAvg of the whole model. `model.backbone` stays the untouched original:
+it is never used in the forward pass and never moves. In an FCL run (T > 1) every task trains a
+separate whole model, the upper bound on what a task could send.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from fcl.models.backbone import Backbone
+
+
+def backbone_features(net: Backbone, x: torch.Tensor) -> torch.Tensor:
+    """The plain ResNet forward: stem, blocks, global average pool."""
+    x = net.stem(x)
+    for block in net.blocks:
+        x = block(x)
+    return x.mean(dim=(2, 3))
+
+
+class FullTask(nn.Module):
+    def __init__(self, backbone: Backbone, num_classes: int):
+        super().__init__()
+        self.net = copy.deepcopy(backbone).requires_grad_(True)
+        self.head = nn.Linear(backbone.out_channels, num_classes)
+
+
+class FullNet(nn.Module):
+    def __init__(self, backbone: Backbone, classes_per_task: list[int]):
+        super().__init__()
+        self.backbone = backbone
+        self.tasks = nn.ModuleList(FullTask(backbone, n) for n in classes_per_task)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.backbone.eval()   # the frozen original; the task copies do train their norms
+        return self
+
+    def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
+        module = self.tasks[task]
+        return module.head(backbone_features(module.net, x))
+
+    def extra_loss(self, task: int, cfg) -> torch.Tensor | None:
+        return None
