@@ -1,0 +1,2 @@
+"""Figures, tables and the optimizer dashboard, from the Parquet of stored studies only
+(never trains, never imports Ray)."""

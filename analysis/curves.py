@@ -1,0 +1,39 @@
+"""Seed-aggregated curves over rounds: a mean line with its 95% band, and phase boundaries."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from analysis.seed_stats import seed_summary
+
+
+def draw_band(ax: plt.Axes, stats: pd.DataFrame, x: str, label: str, **line) -> None:
+    """`stats` from `seed_summary`: the mean as a line with markers, mean +- ci95 shaded."""
+    stats = stats.sort_values(x)
+    xs, mean = stats[x].to_numpy(float), stats["mean"].to_numpy(float)
+    ci = np.nan_to_num(stats["ci95"].to_numpy(float))
+    (handle,) = ax.plot(xs, mean, marker="o", markersize=2.5, linewidth=1.2, label=label, **line)
+    ax.fill_between(xs, mean - ci, mean + ci, color=handle.get_color(), alpha=0.2, linewidth=0)
+
+
+def curve_stats(df: pd.DataFrame, lines: list[str], value: str) -> dict[tuple, pd.DataFrame]:
+    """{line key: seed summary over rounds} for each combination of the `lines` settings."""
+    stats = seed_summary(df, [*lines, "round"], value)
+    if not lines:
+        return {(): stats}
+    return {k if isinstance(k, tuple) else (k,): g for k, g in
+            stats.groupby(lines, dropna=False, sort=True)}
+
+
+def phase_boundaries(ax: plt.Axes, rounds: int, num_tasks: int) -> None:
+    """Dashed lines between round pQ-1 and pQ, where phase p (a new task for new clients)
+    starts (rounds numbered from 0, Q = R / T)."""
+    q = rounds // num_tasks
+    for p in range(1, num_tasks):
+        ax.axvline(p * q - 0.5, color="grey", linestyle="--", linewidth=0.7, zorder=0)
+
+
+def single_value(df: pd.DataFrame, column: str) -> int:
+    """A setting every row of a panel shares (rounds, data.num_tasks)."""
+    return int(pd.to_numeric(df[column]).max())

@@ -1,0 +1,226 @@
+"""Figures 3, 4 and 5 of the FCL paper, each a function of one stored study.
+
+Every function takes a `Study` and an output folder, writes `<name>.png` and `<name>.pdf`, and
+returns `Produced` with the seed summary it drew. Seeds are aggregated as mean with a 95% band
+(curves, bars) or mean +- std (heatmap cells). A setting that varies in the study but is not one
+of the figure's axes (say `server.tau`, or the data set) gets its own panel, never an average.
+
+How the paper is read:
+- Fig. 3a "task-wise accuracy": each task's accuracy after the last round, per task order.
+- Fig. 3b and 4b "cosine distance between the models from consecutive rounds": `cos_head`, the
+  distance of a task's head (its fully connected layer) between consecutive server states; Fig. 3b
+  averages it over the tasks updated in the round, Fig. 4b follows one task.
+- Fig. 4a/4b "Task 1": task 0 here (tasks are numbered from 0); FedSGD against FedAdam at every
+  server learning rate the study holds.
+- Fig. 5: the caption and the text disagree on which of (a)/(b) is which; we follow the caption:
+  5a = client x server learning rate, 5b = rounds x local epochs, 5c clients, 5d Dirichlet alpha
+  (IID shown as alpha = inf, the limit), 5e straggler probability. ACC in a green map (darker is
+  higher); BWT_f in a red map coloured by the drop -BWT_f (darker is a larger drop, a cell with
+  no drop is white); cells always print the signed BWT_f.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.ticker import MaxNLocator
+
+from analysis.curves import curve_stats, draw_band, phase_boundaries, single_value
+from analysis.figure_files import Produced, save_figure
+from analysis.seed_stats import seed_summary
+from analysis.study_tables import Study, facets, fmt_value, require
+
+ORDER_LABELS = {"fmtl": "FMTL", "sync": "Sync FCL", "async": "Async FCL"}
+OPTIMIZER_LABELS = {"fedsgd": "FedSGD", "fedadam": "FedAdam", "fedadagrad": "FedAdagrad",
+                    "fedyogi": "FedYogi"}
+TRACKED_TASK = 0
+
+
+def _panels(n: int, width: float = 5.0, height: float = 3.6):
+    fig, axs = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    return fig, list(axs[0])
+
+
+def _tag(df: pd.DataFrame, title: str) -> pd.DataFrame:
+    return df.assign(panel=title)
+
+
+# --- Fig. 3 ------------------------------------------------------------------------------------
+def fig3a(study: Study, out: Path) -> Produced:
+    """Task-wise accuracy after the last round, one bar per task order, per task."""
+    rounds = study.need_rounds("fig3a")
+    require(rounds, ("schedule.order", "rounds"), f"fig3a: {study.folder}/rounds.parquet")
+    last = rounds[rounds["round"] == rounds["rounds"] - 1]
+    panels = facets(last, ("schedule.order",))
+    fig, axs = _panels(len(panels))
+    summaries = []
+    for ax, (title, df) in zip(axs, panels):
+        stats = seed_summary(df, ["schedule.order", "task"], "accuracy")
+        orders = [o for o in ORDER_LABELS if o in set(stats["schedule.order"])] + sorted(
+            set(stats["schedule.order"]) - set(ORDER_LABELS))
+        tasks = sorted(stats["task"].unique())
+        width = 0.8 / max(len(orders), 1)
+        for i, order in enumerate(orders):
+            s = stats[stats["schedule.order"] == order].set_index("task").reindex(tasks)
+            ax.bar(np.arange(len(tasks)) + (i - (len(orders) - 1) / 2) * width, s["mean"],
+                   width, yerr=s["ci95"].fillna(0), capsize=2,
+                   label=ORDER_LABELS.get(order, order))
+        ax.set_xticks(np.arange(len(tasks)), [f"T{t + 1}" for t in tasks])
+        ax.set(xlabel="task", ylabel="accuracy after the last round (%)", title=title)
+        ax.legend(fontsize=8)
+        summaries.append(_tag(stats, title))
+    fig.suptitle("Fig. 3a: task-wise accuracy per task order (mean, 95% CI over seeds)")
+    return Produced(save_figure(fig, out, "fig3a"), pd.concat(summaries, ignore_index=True))
+
+
+def fig3b(study: Study, out: Path) -> Produced:
+    """Cosine distance of the heads between consecutive rounds, averaged over updated tasks."""
+    rounds = study.need_rounds("fig3b")
+    require(rounds, ("schedule.order", "cos_head"), f"fig3b: {study.folder}/rounds.parquet")
+    settings = [c for c in rounds.columns if "." in c or c in ("rounds", "dataset")]
+    per_round = (rounds.groupby(["trial_id", "round"], sort=False)
+                 .agg({"cos_head": "mean", **{c: "first" for c in settings}}).reset_index())
+    return _round_lines(per_round, out, "fig3b", "cos_head", ["schedule.order"],
+                        "cosine distance of the heads, consecutive rounds",
+                        "Fig. 3b: client drift per task order (mean, 95% band over seeds)",
+                        lambda k: ORDER_LABELS.get(k[0], k[0]), evaluated_only=False)
+
+
+# --- Fig. 4 ------------------------------------------------------------------------------------
+def _fedsgd_vs_fedadam(rounds: pd.DataFrame) -> pd.DataFrame:
+    one_task = rounds[rounds["task"] == TRACKED_TASK]
+    wanted = one_task["server.optimizer"].isin(["fedsgd", "fedadam"])
+    return one_task[wanted] if wanted.any() else one_task
+
+
+def _opt_label(key: tuple) -> str:
+    return f"{OPTIMIZER_LABELS.get(key[0], key[0])} η={fmt_value(key[1])}"
+
+
+def fig4a(study: Study, out: Path) -> Produced:
+    """Accuracy of task 0 over rounds, FedSGD vs FedAdam, phase boundaries dashed."""
+    rounds = study.need_rounds("fig4a")
+    require(rounds, ("server.optimizer", "server.lr"), f"fig4a: {study.folder}/rounds.parquet")
+    return _round_lines(_fedsgd_vs_fedadam(rounds), out, "fig4a", "accuracy",
+                        ["server.optimizer", "server.lr"], f"accuracy of task {TRACKED_TASK + 1} (%)",
+                        f"Fig. 4a: task {TRACKED_TASK + 1} over rounds ({study.name}; mean, 95% band)",
+                        _opt_label, evaluated_only=True)
+
+
+def fig4b(study: Study, out: Path) -> Produced:
+    """Cosine distance of task 0's head between consecutive rounds: the drift spikes."""
+    rounds = study.need_rounds("fig4b")
+    require(rounds, ("server.optimizer", "server.lr", "cos_head"),
+            f"fig4b: {study.folder}/rounds.parquet")
+    return _round_lines(_fedsgd_vs_fedadam(rounds), out, "fig4b", "cos_head",
+                        ["server.optimizer", "server.lr"],
+                        f"cosine distance, task {TRACKED_TASK + 1} head",
+                        f"Fig. 4b: drift spikes ({study.name}; mean, 95% band)",
+                        _opt_label, evaluated_only=True)
+
+
+def _round_lines(df: pd.DataFrame, out: Path, name: str, value: str, lines: list[str],
+                 ylabel: str, suptitle: str, label, evaluated_only: bool) -> Produced:
+    if evaluated_only:       # accuracy exists at evaluated rounds only; cos_head where updated
+        df = df[pd.to_numeric(df[value], errors="coerce").notna()]
+    panels = facets(df, tuple(lines) + ("round",))
+    fig, axs = _panels(len(panels), width=6.0)
+    summaries = []
+    for ax, (title, sub) in zip(axs, panels):
+        for key, stats in curve_stats(sub, lines, value).items():
+            draw_band(ax, stats, "round", label(key))
+            summaries.append(_tag(stats, title))
+        phase_boundaries(ax, single_value(sub, "rounds"), single_value(sub, "data.num_tasks"))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel="round", ylabel=ylabel, title=title)
+        ax.legend(fontsize=8)
+    fig.suptitle(suptitle)
+    return Produced(save_figure(fig, out, name), pd.concat(summaries, ignore_index=True))
+
+
+# --- Fig. 5 ------------------------------------------------------------------------------------
+def _heatmaps(trials: pd.DataFrame, out: Path, name: str, cols: str, rows: str | None,
+              title: str, col_order=None, col_labels=None) -> Produced:
+    axes = tuple(a for a in (rows, cols) if a)
+    require(trials, (*axes, "acc", "bwt_f"), f"{name}: trials.parquet")
+    panels = facets(trials, axes)
+    ncols = trials[cols].nunique()
+    w = max(3.0, 1.2 * ncols + 1.5)
+    fig, axs = plt.subplots(len(panels), 2, figsize=(2 * w, 0.9 * (
+        trials[rows].nunique() if rows else 1) * len(panels) + 1.8 * len(panels)), squeeze=False)
+    drawn, summaries = {}, []
+    for i, (ptitle, df) in enumerate(panels):
+        for j, (metric, label) in enumerate((("acc", "ACC (%)"), ("bwt_f", "BWT_f (points)"))):
+            stats = seed_summary(df, list(axes), metric)
+            mean = _grid(stats, rows, cols, "mean", col_order)
+            std = _grid(stats, rows, cols, "std", col_order)
+            annot = np.vectorize(lambda m, s: "" if math.isnan(m) else (
+                f"{m:.2f}" if math.isnan(s) else f"{m:.2f}\n±{s:.2f}"))(mean.to_numpy(float),
+                                                                        std.to_numpy(float))
+            if metric == "acc":      # green: darker is higher accuracy
+                colour, style = mean, dict(cmap="Greens", cbar_kws={"label": "ACC"})
+            else:                    # red: darker is a larger drop; no drop (>= 0) is white
+                colour = (-mean).clip(lower=0)
+                worst = float(np.nanmax(colour.to_numpy(float), initial=0.0))
+                style = dict(cmap="Reds", vmin=0, vmax=worst if worst > 0 else 1.0,
+                             cbar_kws={"label": "drop (-BWT_f)"})
+            sns.heatmap(colour.rename(columns=col_labels or {}), annot=annot, fmt="", ax=axs[i][j],
+                        linewidths=0.5, annot_kws={"fontsize": 8}, **style)
+            axs[i][j].set(title=f"{label}{' — ' + ptitle if ptitle else ''}", xlabel=cols,
+                          ylabel=rows or "")
+            if rows is None:
+                axs[i][j].set_yticks([])
+            drawn[f"{ptitle}|{metric}" if ptitle else metric] = mean
+            summaries.append(_tag(stats.assign(metric=metric), ptitle))
+    fig.suptitle(f"{title} (cells: mean ± std over seeds)")
+    fig.tight_layout()
+    return Produced(save_figure(fig, out, name), pd.concat(summaries, ignore_index=True), drawn)
+
+
+def _grid(stats: pd.DataFrame, rows: str | None, cols: str, value: str, col_order) -> pd.DataFrame:
+    if rows is None:
+        grid = stats.set_index(cols)[[value]].T
+        grid.index = [""]
+    else:
+        grid = stats.pivot(index=rows, columns=cols, values=value)
+    if col_order is not None:
+        grid = grid[[c for c in col_order if c in grid.columns]]
+    return grid
+
+
+def fig5a(study: Study, out: Path) -> Produced:
+    return _heatmaps(study.trials, out, "fig5a", "client.lr", "server.lr",
+                     "Fig. 5a: client x server learning rate")
+
+
+def fig5b(study: Study, out: Path) -> Produced:
+    return _heatmaps(study.trials, out, "fig5b", "client.local_epochs", "rounds",
+                     "Fig. 5b: rounds x local epochs")
+
+
+def fig5c(study: Study, out: Path) -> Produced:
+    return _heatmaps(study.trials, out, "fig5c", "data.num_clients", None,
+                     "Fig. 5c: number of clients")
+
+
+def fig5d(study: Study, out: Path) -> Produced:
+    """Dirichlet alpha from IID (alpha = inf) down to the most skewed, left to right."""
+    trials = study.trials.copy()
+    require(trials, ("data.alpha",), "fig5d: trials.parquet")
+    if "data.partition" in trials:
+        iid = trials["data.partition"] == "iid"
+        trials["data.alpha"] = trials["data.alpha"].astype(float).where(~iid, math.inf)
+        trials = trials.drop(columns="data.partition")
+    order = sorted(trials["data.alpha"].unique(), reverse=True)
+    return _heatmaps(trials, out, "fig5d", "data.alpha", None,
+                     "Fig. 5d: non-IID (Dirichlet alpha; inf = IID)", col_order=order,
+                     col_labels={math.inf: "iid"})
+
+
+def fig5e(study: Study, out: Path) -> Produced:
+    return _heatmaps(study.trials, out, "fig5e", "participation.straggler_prob", None,
+                     "Fig. 5e: straggler probability")

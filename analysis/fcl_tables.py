@@ -1,0 +1,109 @@
+"""Tables 3 and 4 of the FCL paper from stored studies, as Markdown (like the paper) and CSV
+(tidy: one row per setting, mean/std/ci95/n per metric).
+
+How the paper is read:
+- Table 3 "top two optimizers achieving high accuracy and low BWT_f for each dataset": within each
+  data set and server learning rate eta, the two optimizers with the highest mean ACC are marked,
+  and separately the two with the highest mean BWT_f (the smallest drop). Marked cells are bold.
+- Table 4 "model size and communication cost per round (C2S + S2C)": the paper's "Ours" row is
+  asynchronous FCL with FedAdam at eta = 0.5, so those trials are used when the study holds them.
+  Model size is the trainable task modules (float32 parameters, per task and times T); the frozen
+  backbone's size is not in the Parquet. C2S / S2C are the run's bytes up / down divided by R:
+  all clients together, exactly what the encoder counted (parameters plus norm statistics).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.figure_files import Produced, markdown_table, mean_pm, save_table
+from analysis.fcl_figures import OPTIMIZER_LABELS
+from analysis.seed_stats import seed_summary
+from analysis.study_tables import Study, fmt_value, require, varying_settings
+
+METRICS = ("acc", "bwt_f")
+
+
+def _metric_stats(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per `keys` with `<metric>_mean/_std/_ci95/_n` for ACC and BWT_f."""
+    out = None
+    for m in METRICS:
+        s = seed_summary(df, keys, m).rename(columns={c: f"{m}_{c}" for c in
+                                                     ("mean", "std", "n", "ci95")})
+        out = s if out is None else out.merge(s, on=keys, how="outer")
+    return out
+
+
+def _optimizer_rank(name: str) -> int:
+    names = list(OPTIMIZER_LABELS)
+    return names.index(name) if name in names else len(names)
+
+
+def table3(study: Study, out: Path) -> Produced:
+    """ACC and BWT_f per data set x optimizer x eta (columns eta = 1.0, 0.5, 0.1 as the paper)."""
+    trials = study.trials
+    require(trials, ("server.optimizer", "server.lr"), "table3: trials.parquet")
+    extra = varying_settings(trials, exclude=("dataset", "server.optimizer", "server.lr"))
+    block = ["dataset", *extra]
+    stats = _metric_stats(trials, [*block, "server.optimizer", "server.lr"])
+    for m in METRICS:     # top two within each data set (and other setting) at each eta
+        rank = stats.groupby([*block, "server.lr"], dropna=False)[f"{m}_mean"].rank(
+            ascending=False, method="min")
+        stats[f"{m}_top2"] = rank <= 2
+    stats = stats.sort_values([*block, "server.optimizer", "server.lr"],
+                              key=lambda s: s.map(_optimizer_rank) if s.name ==
+                              "server.optimizer" else s).reset_index(drop=True)
+
+    etas = sorted(stats["server.lr"].unique(), reverse=True)
+    header = ["data set", *extra, "optimizer",
+              *[f"ACC η={fmt_value(e)}" for e in etas], *[f"BWT_f η={fmt_value(e)}" for e in etas]]
+    rows = []
+    for key, g in stats.groupby([*block, "server.optimizer"], dropna=False, sort=False):
+        by_eta = g.set_index("server.lr")
+        cells = []
+        for m in METRICS:
+            for e in etas:
+                if e not in by_eta.index:
+                    cells.append("-")
+                    continue
+                r = by_eta.loc[e]
+                text = mean_pm(r[f"{m}_mean"], r[f"{m}_std"])
+                cells.append(f"**{text}**" if r[f"{m}_top2"] else text)
+        *blk, opt = key
+        rows.append([*map(fmt_value, blk), OPTIMIZER_LABELS.get(opt, opt), *cells])
+    md = (f"Table 3 ({study.name}): ACC (%) and BWT_f (points), mean ± std over seeds; "
+          f"bold = top two per data set and η.\n\n" + markdown_table(header, rows))
+    return Produced(save_table(stats, md, out, "table3"), stats)
+
+
+def table4(study: Study, out: Path) -> Produced:
+    """Accuracy, BWT_f, task-module size and communication per round."""
+    trials = study.trials
+    require(trials, ("bytes_up", "bytes_down", "rounds", "trainable_params_per_task",
+                     "data.num_tasks", "data.num_clients"), "table4: trials.parquet")
+    if {"server.optimizer", "server.lr"} <= set(trials.columns):
+        paper = trials[(trials["server.optimizer"] == "fedadam") & (trials["server.lr"] == 0.5)]
+        trials = paper if len(paper) else trials
+    t = trials.assign(
+        module_mb=trials["trainable_params_per_task"] * 4 / 1e6,
+        modules_mb=trials["trainable_params_per_task"] * 4 * trials["data.num_tasks"] / 1e6,
+        c2s_mb_per_round=trials["bytes_up"] / trials["rounds"] / 1e6,
+        s2c_mb_per_round=trials["bytes_down"] / trials["rounds"] / 1e6)
+    keys = ["dataset", *varying_settings(t, exclude=("dataset",))]
+    stats = _metric_stats(t, keys)
+    size_cols = ("module_mb", "modules_mb", "c2s_mb_per_round", "s2c_mb_per_round",
+                 "data.num_tasks", "data.num_clients")
+    sizes = t.groupby(keys, dropna=False)[list(size_cols)].mean().reset_index()
+    stats = stats.merge(sizes, on=keys)
+    header = ["data set", *keys[1:], "ACC (%)", "BWT_f", "task module (MB)",
+              "T x modules (MB)", "C2S + S2C per round (MB)"]
+    rows = [[*map(fmt_value, (r[k] for k in keys)), mean_pm(r["acc_mean"], r["acc_std"]),
+             mean_pm(r["bwt_f_mean"], r["bwt_f_std"]), f"{r['module_mb']:.4f}",
+             f"{r['modules_mb']:.4f} (T={int(r['data.num_tasks'])})",
+             f"{r['c2s_mb_per_round']:.4f} + {r['s2c_mb_per_round']:.4f} "
+             f"(N={int(r['data.num_clients'])})"] for _, r in stats.iterrows()]
+    md = (f"Table 4 ({study.name}; FedAdam η=0.5 where present): mean ± std over seeds. "
+          f"Sizes are float32 trainable task modules (backbone not stored); communication is "
+          f"all clients' bytes per round as encoded.\n\n" + markdown_table(header, rows))
+    return Produced(save_table(stats, md, out, "table4"), stats)

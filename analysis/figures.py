@@ -1,0 +1,106 @@
+"""Regenerate the papers' figures and tables from stored study results (Parquet only).
+
+    python analysis/figures.py                                  # everything that has results
+    python analysis/figures.py --only fig5a --results results/ --out figures/
+
+A figure whose study is not stored is skipped with one line; a Parquet file that is not a study
+table stops with one line `error: ...` and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+if __package__ in (None, ""):     # run as `python analysis/figures.py`: import from the repo root
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis import fcl_figures, fcl_tables, flocora_figures  # noqa: E402
+from analysis.figure_files import Produced  # noqa: E402
+from analysis.study_tables import MissingStudy, SchemaError, Study, load_study  # noqa: E402
+
+EXIT_USAGE = 2
+
+
+@dataclass(frozen=True)
+class Figure:
+    studies: tuple[str, ...]          # the first of these that is stored is used
+    make: Callable[..., Produced]
+    what: str
+
+
+FIGURES: dict[str, Figure] = {
+    "fig3a": Figure(("task_order",), fcl_figures.fig3a, "FCL Fig. 3a: task-wise accuracy per order"),
+    "fig3b": Figure(("task_order",), fcl_figures.fig3b, "FCL Fig. 3b: cosine drift per order"),
+    "fig4a": Figure(("optimizers", "task_order"), fcl_figures.fig4a,
+                    "FCL Fig. 4a: one task over rounds, FedSGD vs FedAdam"),
+    "fig4b": Figure(("optimizers", "task_order"), fcl_figures.fig4b,
+                    "FCL Fig. 4b: drift spikes, FedSGD vs FedAdam"),
+    "fig5a": Figure(("ablation_lr",), fcl_figures.fig5a, "FCL Fig. 5a: client x server LR"),
+    "fig5b": Figure(("ablation_rounds_epochs",), fcl_figures.fig5b,
+                    "FCL Fig. 5b: rounds x local epochs"),
+    "fig5c": Figure(("scalability",), fcl_figures.fig5c, "FCL Fig. 5c: number of clients"),
+    "fig5d": Figure(("noniid",), fcl_figures.fig5d, "FCL Fig. 5d: Dirichlet alpha"),
+    "fig5e": Figure(("stragglers",), fcl_figures.fig5e, "FCL Fig. 5e: stragglers"),
+    "table3": Figure(("optimizers",), fcl_tables.table3, "FCL Table 3: optimizer x eta"),
+    "table4": Figure(("optimizers",), fcl_tables.table4, "FCL Table 4: size and communication"),
+    "flocora_fig2": Figure(("flocora_rank_alpha",), flocora_figures.fig2_flocora,
+                           "FLoCoRA Fig. 2: accuracy vs rank, alpha = 2r / 16r vs FedAvg"),
+    "flocora_fig3": Figure(("flocora_quantization",), flocora_figures.fig3_flocora,
+                           "FLoCoRA Fig. 3: accuracy over rounds, FP vs quantized"),
+    "flocora_table3": Figure(("flocora_quantization",), flocora_figures.table_iii_flocora,
+                             "FLoCoRA Table III: TCC and accuracy per bit width"),
+}
+
+
+def make_figure(name: str, results: Path, out: Path) -> tuple[Produced, Study]:
+    """Draw one figure from the first stored study it reads; MissingStudy if none is stored."""
+    figure = FIGURES[name]
+    notices = []
+    for study_name in figure.studies:
+        try:
+            study = load_study(results, study_name)
+        except MissingStudy as missing:
+            notices.append(str(missing))
+            continue
+        return figure.make(study, out), study
+    raise MissingStudy(f"{name}: skipped, no stored study ({'; '.join(notices)})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="figures: " + ", ".join(FIGURES))
+    p.add_argument("--only", nargs="+", choices=sorted(FIGURES), metavar="NAME",
+                   help="only these figures/tables (default: all)")
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="folder with <study>/trials.parquet (default: results/)")
+    p.add_argument("--out", type=Path, default=Path("figures"),
+                   help="where PNG/PDF/Markdown/CSV go (default: figures/)")
+    args = p.parse_args(argv)
+    if not args.results.is_dir():
+        print(f"error: --results={args.results}: not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    made = 0
+    for name in args.only or FIGURES:
+        try:
+            produced, study = make_figure(name, args.results, args.out)
+        except MissingStudy as missing:
+            print(f"skip {missing}", file=sys.stderr)
+            continue
+        except SchemaError as bad:
+            print(f"error: {bad}", file=sys.stderr)
+            return EXIT_USAGE
+        made += 1
+        print(f"{name:<15} {study.name:<24} " + " ".join(str(p) for p in produced.paths))
+        if study.failed:
+            print(f"note {name}: {study.failed} failed trial(s) of {study.name} left out",
+                  file=sys.stderr)
+    print(f"{made} of {len(args.only or FIGURES)} figures/tables written to {args.out}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Small real study results for the analysis tests, written without Ray: tiny engine runs
+(2 tasks, 4 rounds, 20 images per class) stored with `fcl.results_io.trial_row` and
+`trial_rounds_frame`, exactly as a study exports them, under a temporary results/ folder.
+
+Built once per test session (memoised: several test modules share it); a run whose config
+appears in several studies (the defaults) is run once.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from fcl.config import ConfigError
+from fcl.engine import prepare_data, run
+from fcl.presets import preset
+from fcl.results_io import trial_rounds_frame, trial_row, write_parquet_atomic
+
+TINY = {"rounds": 4, "data.num_tasks": 2, "data.train_per_class": 20, "data.test_per_class": 10,
+        "client.local_epochs": 1, "model.width": 8, "eval.every": 4, "run.device": "cpu"}
+SEEDS = (0, 1)
+
+
+def grid(**axes) -> list[dict]:
+    keys = [k.replace("__", ".") for k in axes]
+    return [dict(zip(keys, values)) for values in itertools.product(*axes.values())]
+
+
+STUDIES: dict[str, list[dict]] = {
+    "ablation_lr": grid(client__lr=[0.05, 0.2], server__lr=[0.5, 1.0]),
+    "ablation_rounds_epochs": grid(rounds=[2, 4], client__local_epochs=[1, 2]),
+    "scalability": grid(data__num_clients=[2, 3]),
+    "noniid": [{"data.partition": "iid"}, {"data.partition": "dirichlet", "data.alpha": 1.0}],
+    "stragglers": grid(participation__straggler_prob=[0.0, 0.5]),
+    "optimizers": grid(server__optimizer=["fedsgd", "fedadam", "fedyogi"], server__lr=[1.0, 0.5]),
+    "task_order": grid(schedule__order=["fmtl", "sync", "async"]),
+}
+FLOCORA_RANK_ALPHA = [{"model.adapter": "full"}] + [
+    {"model.adapter": "lora", "model.lora_rank": r, "model.lora_alpha": r * k}
+    for r in (4, 8) for k in (2, 16)]
+FLOCORA_QUANT = [{"model.adapter": "lora", "model.lora_rank": 4, "model.lora_alpha": 64,
+                  "compression.bits": b} for b in (32, 8, 2)]
+
+
+def _lora_available() -> bool:
+    try:
+        preset("smoke", {**TINY, **FLOCORA_QUANT[0]})
+        return True
+    except ConfigError:
+        return False
+
+
+@functools.cache
+def build_results() -> Path:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # tiny runs: a second thread only spins (45 s vs 2 s per run on
+    try:                       # a loaded 2-core machine)
+        return _build(Path(tempfile.mkdtemp(prefix="fcl-analysis-results-")))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _build(root: Path) -> Path:
+    data_cache, run_cache = {}, {}
+
+    def one_run(overrides: dict):
+        cfg = preset("smoke", {**TINY, **overrides})
+        key = tuple(sorted(cfg.to_flat().items()))
+        if key not in run_cache:
+            dkey = (cfg.data, cfg.seed)
+            if dkey not in data_cache:
+                data_cache[dkey] = prepare_data(cfg)
+            run_cache[key] = run(cfg, data=data_cache[dkey])
+        return cfg, run_cache[key]
+
+    def write_study(name: str, settings: list[dict], stand_in: bool = False):
+        """stand_in: the engine lacks these keys, so the k-th setting is the k-th real run of
+        the optimizers study (numbers differ per setting) with the setting's keys, and the
+        default server keys, written over it."""
+        base = preset("smoke", TINY).to_flat()
+        donors = STUDIES["optimizers"]
+        rows, frames = [], []
+        for i, ((k, setting), seed) in enumerate(itertools.product(enumerate(settings), SEEDS)):
+            cfg, result = one_run({**(donors[k % len(donors)] if stand_in else setting),
+                                   "seed": seed})
+            trial_id = f"{name}_{i:05d}"
+            labels = {**setting, "server.optimizer": base["server.optimizer"],
+                      "server.lr": base["server.lr"]} if stand_in else {}
+            rows.append(trial_row(name, trial_id, result, {**cfg.to_flat(), **labels}))
+            frames.append(trial_rounds_frame(name, trial_id, result).assign(**labels))
+        write_parquet_atomic(pd.DataFrame(rows), str(root / name / "trials.parquet"))
+        write_parquet_atomic(pd.concat(frames, ignore_index=True),
+                             str(root / name / "rounds.parquet"))
+
+    for name, settings in STUDIES.items():
+        write_study(name, settings)
+    if _lora_available():
+        write_study("flocora_rank_alpha", FLOCORA_RANK_ALPHA)
+        write_study("flocora_quantization", FLOCORA_QUANT)
+    else:
+        # Until `model.adapter=lora` exists (issue 3) the FLoCoRA tables are real tiny NetTailor
+        # runs carrying the FLoCoRA columns: the figure code reads only columns.
+        write_study("flocora_rank_alpha", FLOCORA_RANK_ALPHA, stand_in=True)
+        write_study("flocora_quantization", FLOCORA_QUANT, stand_in=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def study_results() -> Path:
+    return build_results()

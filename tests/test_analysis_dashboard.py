@@ -1,0 +1,108 @@
+"""analysis/dashboard.py: one self-contained HTML page, opened in headless Chromium."""
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.dashboard import main, render_page, study_views
+from analysis.study_tables import load_study
+from study_fixture import study_results  # noqa: F401  (the session fixture)
+
+CHROMIUM = Path("/usr/bin/chromium")
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
+                                    reason="/usr/bin/chromium absent (apt-get install chromium)")
+
+
+def open_in_chromium(page: Path, profile: Path) -> tuple[dict, str]:
+    """Load the page headless, let its scripts run, and return the <body> attributes of the
+    rendered DOM plus Chromium's log (console messages appear there as `CONSOLE` lines)."""
+    proc = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+         "--virtual-time-budget=20000", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120)
+    body = re.search(r"<body([^>]*)>", proc.stdout)
+    assert body, f"no DOM dumped (exit {proc.returncode}): {proc.stderr[-500:]}"
+    return dict(re.findall(r'(data-[\w-]+)="([^"]*)"', body.group(1))), proc.stderr
+
+
+def values(array) -> list:
+    """A trace array as plotly serialises it: a list, or {dtype, bdata} (base64, plotly >= 6)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def console_errors(log: str) -> list[str]:
+    return [line for line in log.splitlines()
+            if "CONSOLE" in line and re.search(r"error|uncaught", line, re.I)]
+
+
+@pytest.fixture(scope="module")
+def page(study_results, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dashboard") / "dashboard.html"
+    assert main(["--results", str(study_results), "--out", str(out)]) == 0
+    return out
+
+
+def test_page_is_self_contained_with_a_view_per_study_and_data_set(page, study_results):
+    text = page.read_text()
+    assert not re.search(r"<script[^>]+src=", text)           # plotly.js inlined, no fetch
+    assert "Plotly" in text and len(text) > 1_000_000
+    studies = sorted(p.name for p in study_results.iterdir())
+    options = re.findall(r"<option value=\"view-\d+\">([^<]*)</option>", text)
+    assert sorted(o.split(" · ")[0] for o in options) == studies
+    assert options[0].startswith("optimizers")                  # the comparison opens first
+
+
+def test_acc_bars_are_seed_means_per_optimizer_and_eta(study_results):
+    (view,) = study_views(load_study(study_results, "optimizers"))
+    acc_chart = view.charts[0]
+    trials = pd.read_parquet(study_results / "optimizers" / "trials.parquet")
+    want = trials.groupby(["server.lr", "server.optimizer"])["acc"].mean()
+    bars = {(trace["name"], x): y for trace in acc_chart["data"]
+            for x, y in zip(values(trace["x"]), values(trace["y"]))}
+    assert len(bars) == 6
+    for (lr, opt), mean in want.items():
+        assert bars[(f"η={lr:g}", opt)] == pytest.approx(mean)
+    kinds = [c["layout"]["title"]["text"] for c in view.charts]
+    assert any("accuracy per task" in k for k in kinds) and any("drift" in k for k in kinds)
+
+
+def test_flocora_views_have_a_pareto_chart(study_results):
+    for name in ("flocora_rank_alpha", "flocora_quantization"):
+        (view,) = study_views(load_study(study_results, name))
+        assert "bytes" in view.charts[-1]["layout"]["title"]["text"]
+
+
+def test_no_results_is_one_error_line(tmp_path, capsys):
+    assert main(["--results", str(tmp_path), "--out", str(tmp_path / "d.html")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+@needs_chromium
+def test_dashboard_renders_every_chart_without_console_errors(page, tmp_path):
+    attrs, log = open_in_chromium(page, tmp_path / "profile")
+    assert int(attrs["data-charts-expected"]) >= 9 * 3
+    assert attrs["data-charts-rendered"] == attrs["data-charts-expected"]
+    assert attrs["data-errors"] == "0"
+    assert console_errors(log) == []
+
+
+@needs_chromium
+def test_the_error_probe_sees_a_broken_page(tmp_path):
+    """Control: the same page machinery with a chart spec that throws is reported."""
+    page = tmp_path / "broken.html"
+    text = render_page([], tmp_path).replace("<script id=\"specs\"",
+                                             "<script>no_such_function();</script><script id=\"specs\"")
+    page.write_text(text)
+    attrs, log = open_in_chromium(page, tmp_path / "profile")
+    assert attrs["data-errors"] == "1"
+    assert any("no_such_function" in line for line in console_errors(log))

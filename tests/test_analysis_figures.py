@@ -1,0 +1,200 @@
+"""analysis/figures.py: every figure/table from real (tiny) study Parquet, numbers checked
+against the fixture, skipping and schema errors."""
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import fcl_figures, fcl_tables, flocora_figures
+from analysis.figures import FIGURES, main, make_figure
+from analysis.seed_stats import seed_summary
+from analysis.study_tables import MissingStudy, SchemaError, load_study
+from study_fixture import study_results  # noqa: F401  (the session fixture)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _trials(results: Path, study: str) -> pd.DataFrame:
+    return pd.read_parquet(results / study / "trials.parquet")
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_each_figure_writes_its_files(study_results, tmp_path, name):
+    produced, study = make_figure(name, study_results, tmp_path)
+    assert study.name in FIGURES[name].studies
+    exts = sorted(p.suffix for p in produced.paths)
+    assert exts in ([".pdf", ".png"], [".csv", ".md"])
+    for path in produced.paths:
+        head = path.read_bytes()[:8]
+        assert path.stat().st_size > 200
+        assert {".png": head.startswith(b"\x89PNG"), ".pdf": head.startswith(b"%PDF"),
+                ".csv": b"," in path.read_bytes().splitlines()[0],
+                ".md": head.startswith(b"Table") or head.startswith(b"FLoCoRA")}[path.suffix]
+    assert len(produced.data) > 0
+
+
+def test_seed_summary_t_interval_by_hand():
+    df = pd.DataFrame({"k": ["a", "a", "a", "b"], "v": [1.0, 2.0, 3.0, 5.0]})
+    s = seed_summary(df, ["k"], "v").set_index("k")
+    assert s.loc["a", "mean"] == 2.0 and s.loc["a", "std"] == 1.0 and s.loc["a", "n"] == 3
+    assert s.loc["a", "ci95"] == pytest.approx(4.303 / math.sqrt(3))     # t(0.975, 2) = 4.303
+    assert math.isnan(s.loc["b", "ci95"])                                # one seed: no interval
+
+
+def test_fig5a_heatmap_cells_equal_fixture_means(study_results, tmp_path):
+    produced = fcl_figures.fig5a(load_study(study_results, "ablation_lr"), tmp_path)
+    trials = _trials(study_results, "ablation_lr")
+    for metric in ("acc", "bwt_f"):
+        want = trials.groupby(["server.lr", "client.lr"])[metric].mean().unstack()
+        got = produced.panels[metric]
+        assert got.shape == (2, 2)
+        pd.testing.assert_frame_equal(got, want, check_names=False)
+
+
+def test_heatmap_cells_on_numbers_worked_by_hand(study_results, tmp_path):
+    """Seed 0 gets 10*i, seed 1 gets 10*i + 2 in cell i: each cell shows 10*i + 1 ± sqrt(2)."""
+    folder = tmp_path / "results" / "stragglers"
+    shutil.copytree(study_results / "stragglers", folder)
+    trials = pd.read_parquet(folder / "trials.parquet")
+    cell = trials["participation.straggler_prob"].rank(method="dense").astype(int) - 1
+    trials["acc"] = 10.0 * cell + 2.0 * trials["seed"]
+    trials["bwt_f"] = -(cell + 1.0) - trials["seed"]
+    trials.to_parquet(folder / "trials.parquet")
+    produced = fcl_figures.fig5e(load_study(tmp_path / "results", "stragglers"), tmp_path)
+    assert produced.panels["acc"].to_numpy().tolist() == [[1.0, 11.0]]
+    assert produced.panels["bwt_f"].to_numpy().tolist() == [[-1.5, -2.5]]
+    stds = produced.data[produced.data["metric"] == "acc"]["std"]
+    assert np.allclose(stds, math.sqrt(2))
+
+
+def test_fig5d_shows_iid_as_alpha_inf_first(study_results, tmp_path):
+    produced = fcl_figures.fig5d(load_study(study_results, "noniid"), tmp_path)
+    assert list(produced.panels["acc"].columns) == [math.inf, 1.0]
+    trials = _trials(study_results, "noniid")
+    iid = trials[trials["data.partition"] == "iid"]["acc"].mean()
+    assert produced.panels["acc"].iloc[0, 0] == pytest.approx(iid)
+
+
+def test_fig3a_bars_are_last_round_task_accuracy(study_results, tmp_path):
+    produced = fcl_figures.fig3a(load_study(study_results, "task_order"), tmp_path)
+    rounds = pd.read_parquet(study_results / "task_order" / "rounds.parquet")
+    last = rounds[rounds["round"] == rounds["rounds"] - 1]
+    want = last.groupby(["schedule.order", "task"])["accuracy"].mean()
+    got = produced.data.set_index(["schedule.order", "task"])["mean"]
+    assert len(got) == 3 * 2
+    pd.testing.assert_series_equal(got.sort_index(), want.sort_index(), check_names=False)
+
+
+def test_fig4_follows_task_0_for_fedsgd_and_fedadam_only(study_results, tmp_path):
+    for fig in (fcl_figures.fig4a, fcl_figures.fig4b):
+        produced = fig(load_study(study_results, "optimizers"), tmp_path)
+        assert set(produced.data["server.optimizer"]) == {"fedsgd", "fedadam"}
+    rounds = pd.read_parquet(study_results / "optimizers" / "rounds.parquet")
+    one = rounds[(rounds["task"] == 0) & (rounds["server.optimizer"] == "fedsgd")
+                 & (rounds["server.lr"] == 1.0)].dropna(subset=["accuracy"])
+    want = one.groupby("round")["accuracy"].mean()
+    produced = fcl_figures.fig4a(load_study(study_results, "optimizers"), tmp_path)
+    d = produced.data
+    got = d[(d["server.optimizer"] == "fedsgd") & (d["server.lr"] == 1.0)].set_index("round")
+    pd.testing.assert_series_equal(got["mean"], want, check_names=False)
+
+
+def test_table3_numbers_and_top_two_match_fixture(study_results, tmp_path):
+    fcl_tables.table3(load_study(study_results, "optimizers"), tmp_path)
+    table = pd.read_csv(tmp_path / "table3.csv")
+    trials = _trials(study_results, "optimizers")
+    g = trials.groupby(["server.optimizer", "server.lr"])
+    for (opt, lr), row in table.set_index(["server.optimizer", "server.lr"]).iterrows():
+        assert row["acc_mean"] == pytest.approx(g["acc"].mean()[(opt, lr)])
+        assert row["bwt_f_mean"] == pytest.approx(g["bwt_f"].mean()[(opt, lr)])
+        assert row["acc_n"] == 2
+    for lr, block in table.groupby("server.lr"):
+        second = sorted(block["acc_mean"], reverse=True)[1]
+        assert set(block[block["acc_top2"]]["server.optimizer"]) == set(
+            block[block["acc_mean"] >= second]["server.optimizer"])
+    md = (tmp_path / "table3.md").read_text()
+    assert md.count("**") == 2 * int(table["acc_top2"].sum() + table["bwt_f_top2"].sum())
+
+
+def test_table4_communication_per_round(study_results, tmp_path):
+    fcl_tables.table4(load_study(study_results, "optimizers"), tmp_path)
+    table = pd.read_csv(tmp_path / "table4.csv")
+    trials = _trials(study_results, "optimizers")
+    paper = trials[(trials["server.optimizer"] == "fedadam") & (trials["server.lr"] == 0.5)]
+    assert len(table) == 1
+    assert table["c2s_mb_per_round"][0] == pytest.approx((paper["bytes_up"] / 4 / 1e6).mean())
+    assert table["acc_mean"][0] == pytest.approx(paper["acc"].mean())
+    assert table["modules_mb"][0] == pytest.approx(
+        paper["trainable_params_per_task"].iloc[0] * 4 * 2 / 1e6)
+
+
+def test_flocora_table3_tcc_and_reduction(study_results, tmp_path):
+    produced = flocora_figures.table_iii_flocora(
+        load_study(study_results, "flocora_quantization"), tmp_path)
+    trials = _trials(study_results, "flocora_quantization")
+    tcc = ((trials["bytes_up"] + trials["bytes_down"]) / 1e6).groupby(
+        trials["compression.bits"]).mean()
+    got = produced.data.set_index("compression.bits")
+    assert list(got.index) == [32, 8, 2]
+    assert np.allclose(got["tcc_mb"], tcc.loc[[32, 8, 2]])
+    assert np.allclose(got["reduction"], tcc.max() / tcc.loc[[32, 8, 2]])
+
+
+def test_flocora_fig2_lines_per_alpha_ratio_and_a_fedavg_band(study_results, tmp_path):
+    produced = flocora_figures.fig2_flocora(
+        load_study(study_results, "flocora_rank_alpha"), tmp_path)
+    lora = produced.data[produced.data["model.adapter"] == "lora"]
+    assert sorted(lora["alpha_ratio"].unique()) == [2.0, 16.0]
+    assert sorted(lora["model.lora_rank"].unique()) == [4, 8]
+    assert (produced.data["model.adapter"] == "full").sum() == 1
+
+
+def test_missing_studies_are_skipped_with_one_line_each(study_results, tmp_path, capsys):
+    results = tmp_path / "results"
+    shutil.copytree(study_results / "ablation_lr", results / "ablation_lr")
+    assert main(["--results", str(results), "--out", str(tmp_path / "figs")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    skips = [line for line in err if line.startswith("skip ")]
+    assert len(skips) == len(FIGURES) - 1
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["fig5a.pdf", "fig5a.png"]
+
+
+def test_wrong_schema_is_one_clear_error(study_results, tmp_path, capsys):
+    folder = tmp_path / "results" / "ablation_lr"
+    shutil.copytree(study_results / "ablation_lr", folder)
+    pd.read_parquet(folder / "trials.parquet").drop(columns=["bwt_f"]).to_parquet(
+        folder / "trials.parquet")
+    assert main(["--only", "fig5a", "--results", str(tmp_path / "results"),
+                 "--out", str(tmp_path / "figs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "bwt_f" in err[0]
+    (folder / "trials.parquet").write_text("not parquet")
+    with pytest.raises(SchemaError, match="not a readable Parquet file"):
+        load_study(tmp_path / "results", "ablation_lr")
+    with pytest.raises(MissingStudy):
+        load_study(tmp_path / "results", "noniid")
+
+
+def test_failed_trials_are_left_out(study_results, tmp_path):
+    folder = tmp_path / "results" / "scalability"
+    shutil.copytree(study_results / "scalability", folder)
+    trials = pd.read_parquet(folder / "trials.parquet")
+    bad = trials.iloc[[0]].assign(trial_id="failed", status="ERROR", error="boom", acc=np.nan)
+    pd.concat([trials, bad]).to_parquet(folder / "trials.parquet")
+    study = load_study(tmp_path / "results", "scalability")
+    assert study.failed == 1 and len(study.trials) == len(trials)
+
+
+def test_script_runs_from_the_repo_root(study_results, tmp_path):
+    proc = subprocess.run([sys.executable, "analysis/figures.py", "--only", "fig5c",
+                           "--results", str(study_results), "--out", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "fig5c.png").is_file() and (tmp_path / "fig5c.pdf").is_file()
