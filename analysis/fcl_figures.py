@@ -85,7 +85,7 @@ def fig3b(study: Study, out: Path) -> Produced:
     per_round = (rounds.groupby(["trial_id", "round"], sort=False)
                  .agg({"cos_head": "mean", **{c: "first" for c in settings}}).reset_index())
     return _round_lines(per_round, out, "fig3b", "cos_head", ["schedule.order"],
-                        "cosine distance of the heads, consecutive rounds",
+                        "cosine distance of the heads",
                         "Fig. 3b: client drift per task order (mean, 95% band over seeds)",
                         lambda k: ORDER_LABELS.get(k[0], k[0]), evaluated_only=False)
 
@@ -123,6 +123,12 @@ def fig4b(study: Study, out: Path) -> Produced:
                         _opt_label, evaluated_only=True)
 
 
+def _line_order(key: tuple) -> tuple:
+    """Task orders as the paper lists them (FMTL, sync, async), optimizers as in Table 3."""
+    names = [*ORDER_LABELS, *OPTIMIZER_LABELS]
+    return tuple((names.index(k), "") if k in names else (len(names), str(k)) for k in key)
+
+
 def _round_lines(df: pd.DataFrame, out: Path, name: str, value: str, lines: list[str],
                  ylabel: str, suptitle: str, label, evaluated_only: bool) -> Produced:
     if evaluated_only:       # accuracy exists at evaluated rounds only; cos_head where updated
@@ -131,7 +137,9 @@ def _round_lines(df: pd.DataFrame, out: Path, name: str, value: str, lines: list
     fig, axs = _panels(len(panels), width=6.0)
     summaries = []
     for ax, (title, sub) in zip(axs, panels):
-        for key, stats in curve_stats(sub, lines, value).items():
+        curves = curve_stats(sub, lines, value)
+        for key in sorted(curves, key=_line_order):
+            stats = curves[key]
             draw_band(ax, stats, "round", label(key))
             summaries.append(_tag(stats, title))
         phase_boundaries(ax, single_value(sub, "rounds"), single_value(sub, "data.num_tasks"))

@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from analysis.curves import curve_stats, draw_band
 from analysis.fcl_figures import _panels, _tag
@@ -93,9 +94,11 @@ def fig3_flocora(study: Study, out: Path) -> Produced:
     fig, axs = _panels(len(panels), width=6.0)
     summaries = []
     for ax, (title, sub) in zip(axs, panels):
-        for key, stats in curve_stats(sub, lines, "mean_acc").items():
-            draw_band(ax, stats, "round", _config_label(key))
-            summaries.append(_tag(stats, title))
+        curves = curve_stats(sub, lines, "mean_acc")
+        for key in sorted(curves, key=lambda k: (k[0] != "full", -float(k[2]))):
+            draw_band(ax, curves[key], "round", _config_label(key))
+            summaries.append(_tag(curves[key], title))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="round", ylabel="mean accuracy over tasks (%)", title=title)
         ax.legend(fontsize=8)
     fig.suptitle(f"FLoCoRA Fig. 3: accuracy over rounds, FP vs quantized ({study.name})")

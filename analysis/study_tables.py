@@ -81,6 +81,9 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
     ok = (trials["status"].astype(str) != "ERROR") & pd.to_numeric(
         trials["acc"], errors="coerce").notna()
     failed = int((~ok).sum())
+    if failed == len(trials):
+        raise MissingStudy(f"{name}: no completed trial in {trials_path} ({failed} failed); "
+                           f"skipped")
     trials = trials[ok].copy()
     trials["dataset"] = [dataset_label(n, r) for n, r in zip(
         trials.get("data.name", pd.Series("?", index=trials.index)),

@@ -190,6 +190,9 @@ def test_failed_trials_are_left_out(study_results, tmp_path):
     pd.concat([trials, bad]).to_parquet(folder / "trials.parquet")
     study = load_study(tmp_path / "results", "scalability")
     assert study.failed == 1 and len(study.trials) == len(trials)
+    trials.assign(status="ERROR", acc=np.nan).to_parquet(folder / "trials.parquet")
+    with pytest.raises(MissingStudy, match="no completed trial"):
+        load_study(tmp_path / "results", "scalability")
 
 
 def test_script_runs_from_the_repo_root(study_results, tmp_path):
