@@ -24,7 +24,6 @@ from fcl.tune.space import resolve  # noqa: E402
 from fcl.tune.study import base_config  # noqa: E402
 
 SPACE = {"client.lr": grid(0.02, 0.1), "server.optimizer": grid("fedsgd", "fedadam")}
-SETS = {"rounds": "10"}                  # smoke study sizes, 10 rounds: long enough to kill
 TIMING = ("wall_s", "samples_per_s")     # the only columns a rerun may change
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,7 +37,7 @@ def local_ray():
 
 
 def smoke(results, **kw) -> StudyOptions:
-    return StudyOptions(preset="smoke", sets=SETS, results=str(results), **kw)
+    return StudyOptions(preset="smoke", results=str(results), **kw)
 
 
 @pytest.fixture(scope="module")
@@ -60,20 +59,20 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     trials, rounds = f["trials"], f["rounds"]
     assert len(trials) == 4 and trials["trial_id"].is_unique
     assert set(trials["status"]) == {"TERMINATED"} and set(trials["error"]) == {""}
-    assert len(rounds) == 4 * 10 * 5                          # trials x rounds x tasks
-    assert rounds.groupby("trial_id").size().eq(50).all()
+    assert len(rounds) == 4 * 5 * 5                           # trials x rounds x tasks
+    assert rounds.groupby("trial_id").size().eq(25).all()
     # every config key, the summary, study and version columns, each with one type
     types = field_types()
     for col in (*STUDY_COLUMNS, *types, *SUMMARY_TYPES, *VERSION_COLUMNS, "schema_version"):
         assert col in trials.columns, col
     assert trials["client.lr"].dtype == "float64" and trials["rounds"].dtype == "int64"
     assert trials["server.bias_correction"].dtype == "bool"
-    assert (trials["rounds"] == 10).all() and (trials["schema_version"] == 1).all()
+    assert (trials["rounds"] == 5).all() and (trials["schema_version"] == 1).all()
     assert sorted(zip(trials["client.lr"], trials["server.optimizer"])) == [
         (0.02, "fedadam"), (0.02, "fedsgd"), (0.1, "fedadam"), (0.1, "fedsgd")]
     assert (trials["run.threads"] == 1).all()                 # one CPU per trial
     # ACC is the mean accuracy of the last round, as rounds.parquet has it
-    last = rounds[rounds["round"] == 9].groupby("trial_id")["accuracy"].mean()
+    last = rounds[rounds["round"] == 4].groupby("trial_id")["accuracy"].mean()
     assert trials.set_index("trial_id")["acc"].sub(last).abs().max() < 1e-9
     # a trial through Ray gives exactly the numbers of a direct engine run of its config
     row = trials.iloc[0]
@@ -93,7 +92,7 @@ def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(unin
     with pytest.raises(ConfigError, match="--resume to continue it, or --fresh"):
         run_study("grid4", SPACE, smoke(results))
     with pytest.raises(ConfigError, match="differs from the interrupted study"):
-        run_study("grid4", SPACE, StudyOptions(preset="smoke", sets={"rounds": "5"},
+        run_study("grid4", SPACE, StudyOptions(preset="smoke", sets={"rounds": "10"},
                                                results=str(results), resume=True))
     outcome = run_study("grid4", SPACE, smoke(results, resume=True))
     assert (outcome.finished, outcome.failed) == (4, 0)
@@ -115,8 +114,8 @@ def test_driver_killed_mid_study_then_resumed_gives_exactly_the_same_rows(uninte
     killed = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": REPO}
     proc = subprocess.Popen(
-        [sys.executable, str(script), "--preset", "smoke", "--set", "rounds=10",
-         "--results", str(killed), "--address", ray.get_runtime_context().gcs_address],
+        [sys.executable, str(script), "--preset", "smoke", "--results", str(killed),
+         "--address", ray.get_runtime_context().gcs_address],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     pattern = str(killed / ".tune" / "grid4" / "*" / "checkpoint_*")
     deadline = time.monotonic() + 120
@@ -152,3 +151,68 @@ def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ra
     error_logs = glob.glob(str(tmp_path / ".tune" / "failing" / "*cuda*" / "error.txt"))
     assert len(error_logs) == 1
     assert open(error_logs[0]).read().count("Failure # ") == 2
+
+
+def last_point(space):
+    """Each grid axis at its last value (the extreme one in every study here)."""
+    from fcl.tune.space import is_grid, trial_overrides
+    return trial_overrides({k: v["grid_search"][-1] if is_grid(v) else v
+                            for k, v in space.items()})
+
+
+def test_every_grid_study_runs_at_smoke_through_ray(local_ray, tmp_path):
+    """One trial per study script (its base keys, each axis at its last value), all in one
+    Tune run so two reused actors serve them: every declaration runs through the trainable."""
+    import runpy
+    studies = {}
+    for path in sorted(glob.glob(os.path.join(REPO, "studies", "*.py"))):
+        study = runpy.run_path(path)["STUDY"]
+        if study.searcher is None:
+            studies[study.name] = {**study.base, **last_point(study.space_for("smoke"))}
+    if not _lora_keys():
+        studies = {k: v for k, v in studies.items() if not k.startswith("flocora")}
+    names = sorted(studies)
+    outcome = run_study("every_study", {"study": grid(*(studies[n] for n in names))},
+                        StudyOptions(preset="smoke", seeds=1, results=str(tmp_path)))
+    assert (outcome.trials, outcome.finished, outcome.failed) == (len(names), len(names), 0)
+    f = frames(tmp_path, "every_study")
+    trials = f["trials"].set_index("trial_id")
+    assert trials["acc"].notna().all() and (trials["status"] == "TERMINATED").all()
+    rows = f["rounds"].groupby("trial_id").size()           # rounds x tasks, per trial
+    assert rows.sort_index().tolist() == (trials["rounds"] * trials["data.num_tasks"]
+                                          ).sort_index().tolist()
+    for name in names:                                      # each study's keys took effect
+        match = trials
+        for key, value in studies[name].items():
+            match = match[match[key] == value]
+        assert len(match) >= 1, name
+
+
+def _lora_keys() -> bool:
+    try:
+        base_config(StudyOptions(preset="smoke"), {"model.adapter": "lora",
+                                                   "compression.bits": 8})
+        return True
+    except ConfigError:
+        return False
+
+
+def test_optuna_search_persists_to_sqlite(local_ray, tmp_path):
+    import optuna
+    import runpy
+    study = runpy.run_path(os.path.join(REPO, "studies", "search.py"))["STUDY"]
+    cheap = ("client.lr", "server.lr", "server.tau", "model.adapter", "model.lora_rank")
+    space = {k: v for k, v in study.space_for("smoke").items() if k in cheap}
+    if not _lora_keys():
+        space = {k: v for k, v in space.items() if not k.startswith("model.")}
+    outcome = run_study("search", space, StudyOptions(preset="smoke", num_samples=2,
+                                                      results=str(tmp_path)),
+                        searcher="optuna")
+    assert (outcome.trials, outcome.finished) == (2, 2)
+    db = f"sqlite:///{tmp_path}/optuna.db"
+    ot = optuna.load_study(study_name="search-acc", storage=db)
+    done = [t for t in ot.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 2 and {"client.lr", "server.tau"} <= set(done[0].params)
+    trials = frames(tmp_path, "search")["trials"]
+    assert sorted(trials["acc"]) == sorted(t.value for t in done)
+    assert sorted(trials["client.lr"]) == sorted(t.params["client.lr"] for t in done)

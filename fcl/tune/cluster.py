@@ -27,6 +27,10 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     # Ray's default token auth stays on (a token under ~/.ray); only its notice is silenced.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
         logging.ERROR)
+    if address is None:
+        # Ray starts workers at nice 15 to keep its own processes responsive; on a laptop the
+        # trials are the work, and at 15 they crawl beside anything else running.
+        os.environ.setdefault("RAY_worker_niceness", "0")
     local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
     ray.init(address=address, configure_logging=True, logging_level=logging.WARNING,
              log_to_driver=True, **local)

@@ -8,9 +8,11 @@ columns have fixed types, so exporting the same results twice writes the same fi
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import subprocess
 from dataclasses import dataclass
 
 import pandas as pd
@@ -22,7 +24,7 @@ from fcl.tune.trainable import load_result, versions
 
 # Columns of trials.parquet besides the config keys and the run summary.
 STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset")
-VERSION_COLUMNS = ("fcl_version", "torch_version", "ray_version", "python_version")
+VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "python_version")
 # The run summary's columns and types: present (NaN / null) even in a table of failed trials.
 SUMMARY_TYPES = {"acc": "float64", "bwt_f": "float64", "bwt_f_literal": "float64",
                  "bytes_up": "Int64", "bytes_down": "Int64", "samples": "Int64",
@@ -43,6 +45,18 @@ class TrialOutcome:
     order: str                   # Ray's trial directory name: breaks ties between equal configs
 
 
+@functools.cache
+def fcl_git() -> str:
+    """`git describe --always --dirty` of the fcl checkout the driver runs ("" outside git)."""
+    import fcl
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10, cwd=os.path.dirname(fcl.__file__))
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def config_hash(cfg: RunConfig) -> str:
     text = json.dumps(cfg.to_flat(), sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
@@ -58,18 +72,20 @@ def error_line(error: BaseException) -> str:
 def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
     """Finished and failed trials of a Tune ResultGrid; also counts unfinished ones."""
     out, unfinished = [], 0
+    driver = {**versions(), "fcl_git": fcl_git()}
     for res in result_grid:
         order = os.path.basename(str(res.path))
         cfg = resolve(base, res.config)
         if res.error is not None:
-            out.append(TrialOutcome(cfg, "ERROR", error_line(res.error), None, versions(), order))
+            out.append(TrialOutcome(cfg, "ERROR", error_line(res.error), None, driver, order))
             continue
         loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
         if loaded is None:
             unfinished += 1
             continue
         result, meta = loaded
-        out.append(TrialOutcome(cfg, "TERMINATED", "", result, meta["versions"], order))
+        out.append(TrialOutcome(cfg, "TERMINATED", "", result, {**driver, **meta["versions"]},
+                                order))
     return out, unfinished
 
 

@@ -5,8 +5,8 @@ A space maps a config key to a constant, `grid(...)` (Tune's grid_search) or a T
 a grid whose values are dicts of config keys, for axes that move several keys together (an
 optimizer with its tau, LoRA rank with its alpha):
 
-    {"client.lr": grid(0.01, 0.05), "opt": grid({"server.optimizer": "fedsgd"},
-                                                {"server.optimizer": "fedadam", "server.tau": 0.1})}
+    {"client.lr": grid(0.01, 0.05),
+     "opt": grid({"server.optimizer": "fedsgd"}, {"server.optimizer": "fedadam", "server.tau": 0.1})}
 
 Everything here is checked against the config before any trial starts, so a bad key or value
 is one `ConfigError` line, never a failed trial.
