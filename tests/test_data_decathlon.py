@@ -33,7 +33,8 @@ def cfg(domains: str, num_tasks: int, **kw) -> DataConfig:
 def test_one_task_per_domain_in_the_given_order_val_as_test(tmp_path):
     write_decathlon(tmp_path, DOMAINS)
     ds = load_dataset("decathlon", str(tmp_path), cfg("svhn,aircraft,omniglot", 3))
-    assert ds.train_x.shape == (6 + 12 + 10, 3, 72, 72) and ds.test_x.shape == (4 + 6 + 5, 3, 72, 72)
+    assert ds.train_x.shape == (6 + 12 + 10, 3, 72, 72)
+    assert ds.test_x.shape == (4 + 6 + 5, 3, 72, 72)
     assert ds.task_classes == ((0, 1), (2, 3, 4), (5, 6, 7, 8, 9))
     assert ds.classes[0] == "svhn/svhn-class0" and ds.classes[2] == "aircraft/aircraft-class0"
     # label = category id - base - 1 (ids sorted), whatever the file order in the JSON

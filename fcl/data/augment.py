@@ -21,7 +21,7 @@ def random_crop_flip(x: torch.Tensor, pad: int, gen: torch.Generator) -> torch.T
     padded = F.pad(x, (pad, pad, pad, pad))
     rows = offsets[0, :, None] + torch.arange(h, device=dev)                  # (n, H)
     cols = offsets[1, :, None] + torch.arange(w, device=dev)                  # (n, W)
-    cols = torch.where(flip[:, None], cols.flip(1), cols)                     # mirror = read backwards
+    cols = torch.where(flip[:, None], cols.flip(1), cols)      # a mirror reads columns backwards
     return padded[torch.arange(n, device=dev)[:, None, None, None],
                   torch.arange(c, device=dev)[None, :, None, None],
                   rows[:, None, :, None], cols[:, None, None, :]]

@@ -2,10 +2,11 @@
 
     ds = cached("cifar100", folder, sources, decode)
 
-The cache is `<folder>/<name>.<key>.fclcache.pt` (a `torch.save` of the `ImageDataset`'s tensors);
-`key` hashes the source files' paths relative to `folder`, their sizes and modification times,
-plus `FORMAT` and the decoder's own `salt` (e.g. an image size). Adding, replacing or touching a
-source file gives a new key and decodes again; the study's hundreds of trials only read tensors.
+The cache is `<folder>/<name>.<key>.fclcache.pt`, a `torch.save` of the `ImageDataset`'s tensors
+read back memory-mapped. `key` hashes the source files' paths relative to `folder`, their sizes
+and modification times, plus `FORMAT` and the decoder's `salt` (e.g. its image size). Adding,
+replacing or touching a source file gives a new key and decodes again; the hundreds of trials
+of a study only read tensors.
 Hashing the files' bytes instead would read every source (60,000 JPEGs for MiniImageNet) on
 every load, most of what the cache saves.
 
@@ -71,7 +72,8 @@ def from_blob(blob: dict) -> ImageDataset:
 
 def read_cache(path: Path) -> ImageDataset | None:
     try:
-        return from_blob(torch.load(path, map_location="cpu", weights_only=True))
+        # mmap: pages are read when used, and trials on one node share them in the page cache
+        return from_blob(torch.load(path, map_location="cpu", weights_only=True, mmap=True))
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001  (truncated, foreign or old file: decode again)

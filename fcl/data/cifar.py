@@ -1,7 +1,8 @@
 """CIFAR-10 and CIFAR-100 from the python versions of Krizhevsky's archives.
 
     data.name=cifar100 data.root=DIR    DIR/cifar-100-python/{train,test,meta}
-    data.name=cifar10  data.root=DIR    DIR/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}
+    data.name=cifar10  data.root=DIR    DIR/cifar-10-batches-py/{data_batch_1..5,test_batch,
+                                                                 batches.meta}
 
 DIR is torchvision's `root` (the folder that holds the extracted archive; the archive's folder
 itself is accepted too). When that folder does not exist, torchvision's `CIFAR10`/`CIFAR100`

@@ -79,7 +79,8 @@ def from_arrays(name: str, train_x, train_y, test_x, test_y, classes=None) -> Im
 
 
 def load_npz(root: str, cfg=None) -> ImageDataset:
-    """Any arrays train_x/train_y/test_x/test_y (and optional `classes`) in one .npz file."""
+    """Any arrays train_x/train_y/test_x/test_y (and optional `classes`) in one .npz file; the
+    NCHW tensors are cached next to it (`fcl.data.cache`)."""
     if not root:
         raise DataError("data.name=npz needs data.root=FILE.npz with arrays "
                         "train_x, train_y, test_x, test_y")
@@ -87,6 +88,12 @@ def load_npz(root: str, cfg=None) -> ImageDataset:
         raise DataError(f"{root}: no such file; expected an .npz with arrays train_x, train_y, "
                         "test_x, test_y (CIFAR-10 here: python ../shared/data/"
                         "cifar10_jpg_to_npz.py OUT.npz)")
+    from fcl.data.cache import cached   # imports this module
+    return cached(os.path.basename(root), os.path.dirname(os.path.abspath(root)), [root],
+                  lambda: decode_npz(root))
+
+
+def decode_npz(root: str) -> ImageDataset:
     try:
         with np.load(root, allow_pickle=False) as z:
             missing = {"train_x", "train_y", "test_x", "test_y"} - set(z.files)
@@ -100,7 +107,7 @@ def load_npz(root: str, cfg=None) -> ImageDataset:
         raise DataError(f"{root}: not a readable .npz file ({e})") from None
 
 
-LOADERS: dict[str, Callable[[str], ImageDataset]] = {"npz": load_npz}
+LOADERS: dict[str, Callable[..., ImageDataset]] = {"npz": load_npz}
 
 
 def register(name: str):

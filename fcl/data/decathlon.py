@@ -2,7 +2,7 @@
 
     data.name=decathlon data.root=DIR [data.domains=aircraft,dtd,...] data.num_tasks=<#domains>
     DIR/annotations/<domain>_train.json, <domain>_val.json    COCO-style (the devkit's)
-    DIR/<file_name>                                           e.g. DIR/data/aircraft/train/0000001.jpg
+    DIR/<file_name>                                      e.g. DIR/data/aircraft/train/0000001.jpg
 
 DIR is the devkit's `decathlon-1.0` folder with the image archives extracted into DIR/data (as
 NetTailor's `download_decathlon.py` does); an image's `file_name` is read relative to DIR, or to
@@ -102,7 +102,7 @@ def load_domain(root: Path, domain: str) -> ImageDataset:
 
     ds = cached(f"decathlon-{domain}", ann,
                 [ann / f"{domain}_train.json", ann / f"{domain}_val.json"] + train_paths
-                + val_paths, decode)
+                + val_paths, decode, salt=f"{SIZE}px center")
     if ds.num_classes != len(names):
         raise DataError(f"{ann / f'{domain}_train.json'}: images use {ds.num_classes} of its "
                         f"{len(names)} categories; expected every category to have an image")

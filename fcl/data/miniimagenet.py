@@ -104,4 +104,4 @@ def load_miniimagenet(root: str, cfg=None) -> ImageDataset:
     if missing is not None:
         raise DataError(f"{missing}: image missing; {HOW}")
     return cached("miniimagenet", base, [base / s for s in SPLITS] + images,
-                  lambda: decode(base, classes, by_class))
+                  lambda: decode(base, classes, by_class), salt=f"{SIZE}px squash")

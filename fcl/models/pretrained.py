@@ -1,4 +1,4 @@
-"""Backbone weights from elsewhere: torchvision's ImageNet ResNet-18, or a `fcl pretrain` checkpoint.
+"""Backbone weights from elsewhere: torchvision's ImageNet ResNet-18, or an `fcl pretrain` file.
 
     model.pretrained=imagenet                      torchvision's IMAGENET1K_V1 weights, downloaded
                                                    once into $TORCH_HOME/hub/checkpoints
