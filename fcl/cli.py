@@ -90,7 +90,9 @@ def main_run(args) -> int:
         print(f"ACC {s['acc']:.2f}%  BWT_f {s['bwt_f']:+.2f}  (literal Eq. 10: "
               f"{s['bwt_f_literal']:+.2f})  drift {s['drift_mean']:.3g}  "
               f"up {s['bytes_up'] / 1e6:.2f} MB  down {s['bytes_down'] / 1e6:.2f} MB  "
-              f"{s['rounds']} rounds in {s['wall_s']:.1f} s ({s['samples_per_s']:.0f} samples/s)")
+              f"(TCC {s['tcc_bytes'] / 1e6:.2f} MB, {s['compression_ratio']:.2f}x less than "
+              f"full-model FedAvg)  {s['rounds']} rounds in {s['wall_s']:.1f} s "
+              f"({s['samples_per_s']:.0f} samples/s)")
     return 0
 
 
@@ -104,6 +106,21 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
 def main_bench(args) -> int:
     from fcl.bench import bench_run_vs_bare
     print(bench_run_vs_bare(config_from_args(args), repeats=args.repeats))
+    return 0
+
+
+def _add_params(p: argparse.ArgumentParser) -> None:
+    add_config_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
+
+
+@command("params", "parameters (total / trainable / communicated) and bytes per message on "
+                   "each link, at 32/8/4/2 bits, vs full-model FedAvg; loads no data")(_add_params)
+def main_params(args) -> int:
+    from fcl.communication import format_report, params_report
+    cfg = config_from_args(args)
+    report = params_report(cfg)
+    print(json.dumps(report) if args.json else format_report(report, cfg))
     return 0
 
 

@@ -58,10 +58,10 @@ def write_result(result: RunResult, out_dir: str) -> list[str]:
 #   schema_version.
 # rounds.parquet: one row per trial x round x task: study, trial_id, round, phase, task,
 #   accuracy (NaN where not evaluated), the task's reports/cos_head/cos_module, the round's
-#   drift/mean_acc/bytes_up/bytes_down/clients_reporting/train_loss, every config key,
-#   schema_version.
-ROUND_COLUMNS = ("drift", "mean_acc", "bytes_up", "bytes_down", "clients_sampled",
-                 "clients_reporting", "train_loss", "evaluated")
+#   drift/mean_acc/bytes_up/bytes_down/tcc_bytes/compression_ratio/clients_reporting/
+#   train_loss, every config key, schema_version.
+ROUND_COLUMNS = ("drift", "mean_acc", "bytes_up", "bytes_down", "tcc_bytes", "compression_ratio",
+                 "clients_sampled", "clients_reporting", "train_loss", "evaluated")
 
 
 def trial_row(study: str, trial_id: str, result: RunResult | None, config_flat: dict,
