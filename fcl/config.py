@@ -139,6 +139,13 @@ class ClientConfig:
     weight_decay: float = opt(0.0, "local SGD weight decay", **NON_NEGATIVE)
     local_epochs: int = opt(2, "K: local epochs over the client's shard per round", **POSITIVE)
     batch_size: int = opt(32, "local minibatch size", **POSITIVE)
+    algorithm: str = opt("sgd", "local update: sgd = plain local SGD (FedAvg's client); fedprox "
+                                "= + prox_mu/2 ||w - w_server||^2 (Li et al. 2020); scaffold = "
+                                "control variates, step along g - c_i + c (Karimireddy et al. "
+                                "2020); see fcl/federated/client_algorithms.py",
+                         choices=("sgd", "fedprox", "scaffold"))
+    prox_mu: float = opt(0.01, "fedprox only: mu, the weight of the proximal term",
+                         **NON_NEGATIVE)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from fcl.data.federated import FederatedData, build_federated_data
 from fcl.federated import server_opt
 from fcl.federated.aggregate import cosine_distance, pseudo_gradient, subtract, weighted_mean
 from fcl.federated.client import local_train
+from fcl.federated.client_algorithms import (ALGORITHMS, control_change, local_steps,
+                                             server_control, zeros_like)
 from fcl.federated.compression import decode, encoder
 from fcl.federated.participation import participation
 from fcl.federated.task_schedule import task_schedule
@@ -42,6 +44,7 @@ class TaskServerState:
     params: Params                   # trainable tensors (what the FedOpt step moves)
     buffers: Params                  # norm running statistics (weighted means)
     opt: server_opt.OptState
+    control: Params = field(default_factory=dict)   # SCAFFOLD's c of this task (else empty)
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class RunState:
     bytes_down: int = 0
     samples: int = 0                 # training samples processed (for throughput)
     full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
+    # SCAFFOLD: c_i per (client, task) that client has trained; missing = zero (the initial c_i)
+    client_control: dict[tuple[int, int], Params] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,9 @@ def initial_state(cfg: RunConfig, model: torch.nn.Module) -> RunState:
     tasks = []
     for module in model.tasks:
         params = read_state(module, trainable_names(module))
+        control = zeros_like(params) if ALGORITHMS[cfg.client.algorithm].control_variates else {}
         tasks.append(TaskServerState(params, read_state(module, buffer_names(module)),
-                                     server_opt.init(params, cfg.server)))
+                                     server_opt.init(params, cfg.server), control))
     T, R = len(tasks), cfg.rounds
     return RunState(0, tuple(tasks), torch.full((T, R), math.nan, dtype=torch.float64),
                     (math.inf,) * T, (), ())
@@ -128,7 +134,9 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
     due = set(eval_rounds(R, Q, cfg.eval.every))
     names = [(trainable_names(m), buffer_names(m)) for m in model.tasks]
     state = resume or initial_state(cfg, model)
-    state = replace(state, tasks=tuple(_to(ts, device) for ts in state.tasks))
+    state = replace(state, tasks=tuple(_to(ts, device) for ts in state.tasks),
+                    client_control={k: _params_to(v, device)
+                                    for k, v in state.client_control.items()})
     for t, ts in enumerate(state.tasks):       # the model always mirrors the server between rounds
         load_state_(model.tasks[t], {**ts.params, **ts.buffers})
 
@@ -173,6 +181,18 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         received[c], nbytes = broadcast[t]
         bytes_down += nbytes
         full_bytes += full_nbytes[t]
+    algorithm = ALGORITHMS[cfg.client.algorithm]
+    controls: dict[int, Params] = {}          # SCAFFOLD's downlink is (x, c): c as decoded
+    client_control = dict(state.client_control)
+    control_changes: dict[int, list[Params]] = {}
+    if algorithm.control_variates:
+        control_nbytes = {}
+        for c in part.sampled:
+            t = tasks_of[c]
+            if t not in controls:
+                msg = encode(state.tasks[t].control)
+                controls[t], control_nbytes[t] = decode(msg), msg.nbytes
+            bytes_down += control_nbytes[t]
 
     updates: dict[int, list] = {}
     drift_sum = torch.zeros((), dtype=torch.float64, device=data.mean.device)
@@ -181,8 +201,19 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         t = tasks_of[c]
         trainable, buffers = names[t]
         gen = generator(cfg.seed, "batches", r, c)
+        own = client_control.get((c, t)) or zeros_like(controls.get(t, {}))   # c_i
+        shift = [controls[t][n] - own[n] for n in trainable] if controls else []    # c - c_i
+        correction = algorithm.correction(cfg.client, [received[c][n] for n in trainable], shift)
         up = local_train(model, data, t, c, received[c], trainable, buffers, cfg.client,
-                         cfg.model, gen)
+                         cfg.model, gen, correction)
+        if controls:          # Delta c_i, sent with the delta through the same codec
+            change = control_change(received[c], up.end, controls[t],
+                                    local_steps(up.num_samples, cfg.client), cfg.client.lr)
+            msg = encode(change)
+            bytes_up += msg.nbytes
+            change = decode(msg)
+            client_control[(c, t)] = {n: own[n] + change[n] for n in change}
+            control_changes.setdefault(t, []).append(change)
         delta = subtract({n: up.end[n] for n in trainable}, {n: received[c][n] for n in trainable})
         msg = encode({**delta, **{n: up.end[n] for n in buffers}})
         bytes_up += msg.nbytes
@@ -204,7 +235,9 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         params, opt = server_opt.step(old.params, grad, old.opt, cfg.server)
         bufs = weighted_mean([{n: m[n] for n in buffers} for m, _ in reports], weights) \
             if buffers else {}
-        new_tasks[t] = TaskServerState(params, bufs, opt)
+        control = (server_control(old.control, control_changes[t], data.num_clients)
+                   if t in control_changes else old.control)
+        new_tasks[t] = TaskServerState(params, bufs, opt, control)
         load_state_(model.tasks[t], {**params, **bufs})
         first_update[t] = min(first_update[t], r)
         head = [n for n in trainable if n.startswith("head.")]
@@ -245,14 +278,20 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
     new_state = RunState(r + 1, tuple(new_tasks), accuracy, tuple(first_update),
                          state.records + (record,), state.task_records + tuple(task_records),
                          state.bytes_up + bytes_up, state.bytes_down + bytes_down,
-                         state.samples + samples, state.full_bytes + full_bytes)
+                         state.samples + samples, state.full_bytes + full_bytes,
+                         client_control)
     return new_state, record
 
 
+def _params_to(p: Params, device: torch.device) -> Params:
+    return {n: t.to(device) for n, t in p.items()}
+
+
 def _to(ts: TaskServerState, device: torch.device) -> TaskServerState:
-    mv = lambda p: {n: t.to(device) for n, t in p.items()}  # noqa: E731
+    mv = lambda p: _params_to(p, device)  # noqa: E731
     return TaskServerState(mv(ts.params), mv(ts.buffers),
-                           server_opt.OptState(mv(ts.opt.m), mv(ts.opt.v), ts.opt.steps))
+                           server_opt.OptState(mv(ts.opt.m), mv(ts.opt.v), ts.opt.steps),
+                           mv(ts.control))
 
 
 def communication_summary(state: RunState) -> dict:

@@ -11,6 +11,7 @@ from torch import nn
 
 from fcl.config import ClientConfig, ModelConfig
 from fcl.data.federated import FederatedData
+from fcl.federated.client_algorithms import Correction
 from fcl.models.task_state import Params, live_tensors, load_state_, read_state
 
 
@@ -50,7 +51,10 @@ def sgd_step_(params: list[torch.Tensor], grads: list[torch.Tensor],
 
 def local_train(model: nn.Module, data: FederatedData, task: int, client: int, start: Params,
                 trainable: list[str], buffers: list[str], cfg: ClientConfig,
-                model_cfg: ModelConfig, gen: torch.Generator) -> ClientUpdate:
+                model_cfg: ModelConfig, gen: torch.Generator,
+                correction: Correction | None = None) -> ClientUpdate:
+    """`correction`: the client algorithm's gradient correction (FedProx, SCAFFOLD), applied
+    to every step's gradients before the SGD step; None for plain SGD."""
     module = model.tasks[task]
     load_state_(module, start)
     params = live_tensors(module, trainable)
@@ -70,8 +74,10 @@ def local_train(model: nn.Module, data: FederatedData, task: int, client: int, s
             extra = model.extra_loss(task, model_cfg)
             if extra is not None:
                 loss = loss + extra
-            grads = torch.autograd.grad(loss, params)
-            sgd_step_(params, list(grads), momentum_bufs, cfg)
+            grads = list(torch.autograd.grad(loss, params))
+            if correction is not None:
+                grads = correction(grads, params)
+            sgd_step_(params, grads, momentum_bufs, cfg)
             loss_sum += loss.detach()
             steps += 1
         with torch.no_grad():
