@@ -3,6 +3,9 @@ straggler probability, and the per-task module (NetTailor, or LoRA with its rank
 
 `--objective acc` maximises ACC; `--objective pareto` trades ACC against the bytes sent.
 Optuna's state lives in RESULTS/optuna.db: `optuna-dashboard results/optuna.db`.
+`--scheduler asha [--grace-rounds G] [--reduction-factor RF]` stops trials whose ACC trails at
+rounds G, G*RF, ... (fcl/tune/schedulers.py); they stay in trials.parquet as EARLY_STOPPED with
+the round they reached.
 """
 from ray import tune
 
@@ -26,7 +29,8 @@ ROUNDS = {   # multiples of data.num_tasks at each preset
     "smoke": {"rounds": tune.choice([5, 10])},
 }
 
-STUDY = Study("search", SPACE, by_preset=ROUNDS, searcher="optuna", num_samples=20, doc=__doc__)
+STUDY = Study("search", SPACE, by_preset=ROUNDS, searcher="optuna", num_samples=20, doc=__doc__,
+              early_stopping=True)
 
 if __name__ == "__main__":
     main(STUDY)

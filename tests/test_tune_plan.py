@@ -48,6 +48,7 @@ COUNTS = {
     "flocora_rank_alpha": (9, 9),
     "flocora_quantization": (4, 4),
     "search": (20, 20),                      # draws, not grid points
+    "drift_correction": (8 * 2, 8 * 2),
 }
 
 

@@ -11,6 +11,7 @@ from fcl.cli import EXIT_USAGE, parse_sets
 from fcl.config import ConfigError
 from fcl.data.datasets import DataError
 from fcl.presets import PRESETS
+from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
 from fcl.tune.study import Study, StudyOptions, run_study
 
 
@@ -75,6 +76,15 @@ def build_parser(name: str, doc: str | None, searcher: str | None, num_samples: 
                    help="override base config keys (see `fcl run --help`)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the trial table and the expected cost; run nothing")
+    p.add_argument("--scheduler", default="fifo", choices=SCHEDULERS,
+                   help="fifo: every trial runs all its rounds; asha: stop trials whose ACC "
+                        "trails at rounds grace, grace*rf, ... (searches only; a grid that feeds "
+                        "a figure refuses it); default: fifo")
+    p.add_argument("--grace-rounds", type=positive(int),
+                   help="asha: no trial is stopped before this round (default: Q, the first "
+                        "round of the second phase)")
+    p.add_argument("--reduction-factor", type=positive(float),
+                   help="asha: keep the top 1/rf of the trials at each rung (> 1; default 4)")
     if searcher is not None:
         p.add_argument("--objective", default="acc", choices=("acc", "pareto"),
                        help="acc: maximise ACC; pareto: ACC vs bytes communicated")
@@ -93,9 +103,10 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
             cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
             num_samples=args.num_samples, max_concurrent=args.max_concurrent,
             resume=args.resume, fresh=args.fresh, dry_run=args.dry_run,
-            objective=getattr(args, "objective", "acc"))
+            objective=getattr(args, "objective", "acc"),
+            scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
         outcome = run_study(study.name, study.space_for(args.preset), opts, base=study.base,
-                            searcher=study.searcher)
+                            searcher=study.searcher, early_stopping=study.early_stopping)
     except (ConfigError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

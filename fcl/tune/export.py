@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -31,18 +31,22 @@ SUMMARY_TYPES = {"acc": "float64", "bwt_f": "float64", "bwt_f_literal": "float64
                  "tcc_bytes": "Int64", "full_fedavg_bytes": "Int64",
                  "compression_ratio": "float64", "wall_s": "float64", "samples_per_s": "float64",
                  "drift_mean": "float64", "trainable_params_per_task": "Int64",
-                 "device": "string"}
+                 "device": "string",
+                 # how far the trial got: R - 1 when finished; where ASHA stopped it, and the
+                 # acc it was compared on (mean accuracy at the latest evaluated round)
+                 "round_reached": "Int64", "acc_reached": "float64"}
 PANDAS_TYPE = {bool: "bool", int: "int64", float: "float64", str: "string"}
 
 
 @dataclass(frozen=True)
 class TrialOutcome:
     config: RunConfig
-    status: str                  # TERMINATED | ERROR
+    status: str                  # TERMINATED | ERROR | EARLY_STOPPED (by the ASHA scheduler)
     error: str
     result: object | None        # RunResult when TERMINATED
     versions: dict
     order: str                   # Ray's trial directory name: breaks ties between equal configs
+    reached: dict = field(default_factory=dict)   # EARLY_STOPPED: round_reached, acc_reached
 
 
 @functools.cache
@@ -80,6 +84,11 @@ def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
             out.append(TrialOutcome(cfg, "ERROR", error_line(res.error), None, driver, order))
             continue
         loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
+        if loaded is None and (res.metrics or {}).get("done"):
+            # Tune marks a trial its scheduler stopped as done; a finished one has its result
+            reached = {"round_reached": res.metrics["round"], "acc_reached": res.metrics["acc"]}
+            out.append(TrialOutcome(cfg, "EARLY_STOPPED", "", None, driver, order, reached))
+            continue
         if loaded is None:
             unfinished += 1
             continue
@@ -109,6 +118,9 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
     for tid, t in zip(ids, trials):
         row = trial_row(study, tid, t.result, t.config.to_flat(), t.status, t.error)
         row.update({"preset": preset, **{k: t.versions.get(k, "") for k in VERSION_COLUMNS}})
+        if t.result is not None:
+            row.update(round_reached=t.config.rounds - 1, acc_reached=t.result.summary["acc"])
+        row.update(t.reached)
         rows.append(row)
         if t.result is not None:
             rounds.append(trial_rounds_frame(study, tid, t.result))
@@ -178,7 +190,9 @@ def write_study(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:
 
 def summary_line(trials_df: pd.DataFrame) -> str:
     done = trials_df[trials_df["status"] == "TERMINATED"]
-    failed = len(trials_df) - len(done)
+    stopped = int((trials_df["status"] == "EARLY_STOPPED").sum())
+    failed = len(trials_df) - len(done) - stopped
     best = "" if done.empty else f"; best ACC {done['acc'].max():.2f}%"
-    return (f"{len(done)} trials finished, {failed} failed{best}; "
+    early = f", {stopped} stopped early (ASHA)" if stopped else ""
+    return (f"{len(done)} trials finished{early}, {failed} failed{best}; "
             f"{done['wall_s'].sum() / 60:.1f} trial-minutes")

@@ -23,7 +23,7 @@ from fcl.config import ConfigError, RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset, load_dataset
 from fcl.data.federated import build_federated_data
 from fcl.presets import preset as run_preset
-from fcl.tune import cluster, space as spaces
+from fcl.tune import cluster, schedulers, space as spaces
 from fcl.tune.space import Space, describe_value, grid_points, training_samples, varying_keys
 
 # Study trials at each preset: `fcl.presets` sizes, made smaller where a study of dozens of
@@ -53,6 +53,8 @@ class Study:
     searcher: str | None = None          # None: grid (and random draws); "optuna": TPE
     num_samples: int = 1                 # default --num-samples
     doc: str | None = None
+    early_stopping: bool = False         # may `--scheduler asha` stop trials early? Searches
+    #                                      only: a grid's figure needs every final value
 
     def space_for(self, preset: str) -> Space:
         return {**self.space, **self.by_preset.get(preset, {})}
@@ -77,6 +79,7 @@ class StudyOptions:
     objective: str = "acc"
     max_failures: int = 2
     checkpoint_every: int | None = None
+    scheduler: schedulers.SchedulerOptions = field(default_factory=schedulers.SchedulerOptions)
 
 
 @dataclass(frozen=True)
@@ -187,13 +190,15 @@ def remove_experiment(path: str) -> None:
 
 def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
               base: dict | None = None, searcher: str | None = None,
-              out: TextIO | None = None) -> StudyOutcome:
+              out: TextIO | None = None, early_stopping: bool = False) -> StudyOutcome:
     """Run (or `--resume`, or `--dry-run`) study `name` over `space` and export its Parquet.
 
     `base`: config overrides the study always applies (before the user's `--set`);
-    `searcher`: None for grids and random draws, "optuna" for an Optuna TPE search."""
+    `searcher`: None for grids and random draws, "optuna" for an Optuna TPE search;
+    `early_stopping`: whether `opts.scheduler` may be ASHA (`Study.early_stopping`)."""
     t0 = time.perf_counter()
     out = out or sys.stdout
+    schedulers.check(opts.scheduler, name, early_stopping)
     cfg = base_config(opts, base or {})
     if searcher is not None:
         if opts.seeds not in (None, 1):
@@ -204,6 +209,8 @@ def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
     if opts.num_samples < 1:
         raise ConfigError("--num-samples", opts.num_samples, "out of range", ">= 1")
     configs = spaces.check_space(space, cfg)
+    max_rounds = max(c.rounds for c in configs)
+    scheduler = schedulers.make_scheduler(opts.scheduler, cfg.rounds_per_phase, max_rounds)
     datasets = load_datasets(configs)
     check_data(configs, datasets)
 
@@ -222,11 +229,14 @@ def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
                                    res.gpus, searcher is not None)
         print(f"study {name} (preset {opts.preset}): {res.cpus:g} CPU / {res.gpus:g} GPU per "
               f"trial\n{table}", file=out)
+        if scheduler is not None:
+            print(f"scheduler: {schedulers.describe(scheduler)} (the cost above is the most "
+                  "it can take)", file=out)
         return StudyOutcome(trials)
 
     started = cluster.connect(address)
     try:
-        return _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0)
+        return _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0, scheduler)
     finally:
         if started:
             import ray
@@ -243,7 +253,8 @@ def _connected_resources(address: str | None) -> dict:
             ray.shutdown()
 
 
-def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0) -> StudyOutcome:
+def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0,
+                    scheduler=None) -> StudyOutcome:
     import ray
     from ray import tune
 
@@ -261,7 +272,8 @@ def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0) -> Stud
     meta = {"study": name, "preset": opts.preset, "base": cfg.to_flat(),
             "space": {k: describe_value(v) if not spaces.is_grid(v) else
                       [describe_value(x) for x in v["grid_search"]] for k, v in space.items()},
-            "num_samples": opts.num_samples, "searcher": searcher, "objective": opts.objective}
+            "num_samples": opts.num_samples, "searcher": searcher, "objective": opts.objective,
+            "scheduler": schedulers.describe(scheduler)}
     optuna_name = searchers.optuna_study_name(name, opts.objective)
     optuna_url = searchers.storage_url(opts.results)
     can_restore = tune.Tuner.can_restore(exp_path)
@@ -305,6 +317,7 @@ def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0) -> Stud
             search_alg = searchers.optuna_searcher(name, opts.objective, opts.results, cfg.seed,
                                                    opts.max_concurrent)
         tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
+                                      scheduler=scheduler,
                                       max_concurrent_trials=opts.max_concurrent,
                                       reuse_actors=True)
         tuner = tune.Tuner(trainable, param_space=space, tune_config=tune_config,
@@ -320,6 +333,6 @@ def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0) -> Stud
         print(f"wrote {p}", file=out)
     if unfinished:
         print(f"{unfinished} trials did not finish; run again with --resume", file=out)
-    failed = int((df["status"] != "TERMINATED").sum())
+    failed = int((df["status"] == "ERROR").sum())
     return StudyOutcome(len(grid), tuple(paths), len(df) - failed, failed, unfinished,
                         time.perf_counter() - t0)
