@@ -31,6 +31,7 @@ import plotly.graph_objects as go  # noqa: E402
 from plotly.offline import get_plotlyjs  # noqa: E402
 from plotly.utils import PlotlyJSONEncoder  # noqa: E402
 
+from analysis import drift_figures  # noqa: E402
 from analysis.seed_stats import per_trial_round, seed_summary  # noqa: E402
 from analysis.study_tables import (MissingStudy, SchemaError, Study, fmt_value,  # noqa: E402
                                    load_study, varying_settings)
@@ -40,6 +41,10 @@ SHORT = {"server.optimizer": "", "server.lr": "η", "client.lr": "client lr",
          "client.local_epochs": "K", "data.num_clients": "N", "data.alpha": "α",
          "participation.straggler_prob": "p_straggle", "schedule.order": "",
          "model.lora_rank": "r", "model.lora_alpha": "lora α", "compression.bits": "bits"}
+
+
+# Study-specific replacements of the two per-setting metric charts.
+STUDY_CHARTS = {"drift_correction": drift_figures.dashboard_charts}
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,8 @@ def study_views(study: Study) -> list[View]:
         keys = varying_settings(trials, exclude=("dataset",))
         charts = [_metric_chart(trials, "acc", "ACC per setting (mean, 95% CI over seeds)"),
                   _metric_chart(trials, "bwt_f", "BWT_f per setting (mean, 95% CI over seeds)")]
+        if study.name in STUDY_CHARTS:          # a study whose settings read better as methods
+            charts = STUDY_CHARTS[study.name](trials)
         if study.rounds is not None:
             rounds = study.rounds[study.rounds["trial_id"].isin(trials["trial_id"])]
             charts.append(_task_curves(rounds, trials, keys))

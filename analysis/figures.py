@@ -17,7 +17,7 @@ from typing import Callable
 if __package__ in (None, ""):     # run as `python analysis/figures.py`: import from the repo root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis import fcl_figures, fcl_tables, flocora_figures  # noqa: E402
+from analysis import drift_figures, fcl_figures, fcl_tables, flocora_figures  # noqa: E402
 from analysis.figure_files import Produced  # noqa: E402
 from analysis.study_tables import MissingStudy, SchemaError, Study, load_study  # noqa: E402
 
@@ -52,6 +52,8 @@ FIGURES: dict[str, Figure] = {
                            "FLoCoRA Fig. 3: accuracy over rounds, FP vs quantized"),
     "flocora_table3": Figure(("flocora_quantization",), flocora_figures.table_iii_flocora,
                              "FLoCoRA Table III: TCC and accuracy per bit width"),
+    "drift_correction": Figure(("drift_correction",), drift_figures.drift_correction,
+                               "Beyond the papers: FedProx / SCAFFOLD / FedAdam, ACC and BWT_f"),
 }
 
 
