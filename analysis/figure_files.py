@@ -58,6 +58,11 @@ def save_table(df: pd.DataFrame, markdown: str, out_dir: Path, name: str) -> lis
             _atomic(Path(out_dir) / f"{name}.md", write_text)]
 
 
+def save_data_csv(df: pd.DataFrame, out_dir: Path, name: str) -> Path:
+    """The seed summary a figure drew (mean, std, n, ci95 per point), beside the figure."""
+    return _atomic(Path(out_dir) / f"{name}.csv", lambda tmp: df.to_csv(tmp, index=False))
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]

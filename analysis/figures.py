@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -18,7 +18,7 @@ if __package__ in (None, ""):     # run as `python analysis/figures.py`: import 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import drift_figures, fcl_figures, fcl_tables, flocora_figures  # noqa: E402
-from analysis.figure_files import Produced  # noqa: E402
+from analysis.figure_files import Produced, save_data_csv  # noqa: E402
 from analysis.study_tables import MissingStudy, SchemaError, Study, load_study  # noqa: E402
 
 EXIT_USAGE = 2
@@ -67,7 +67,11 @@ def make_figure(name: str, results: Path, out: Path) -> tuple[Produced, Study]:
         except MissingStudy as missing:
             notices.append(str(missing))
             continue
-        return figure.make(study, out), study
+        produced = figure.make(study, out)
+        if not any(p.suffix == ".csv" for p in produced.paths):   # the numbers behind a plot
+            produced = replace(produced, paths=[*produced.paths,
+                                                save_data_csv(produced.data, out, name)])
+        return produced, study
     raise MissingStudy(f"{name}: skipped, no stored study ({'; '.join(notices)})")
 
 

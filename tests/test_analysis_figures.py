@@ -16,7 +16,7 @@ from analysis import fcl_figures, fcl_tables, flocora_figures
 from analysis.figures import FIGURES, main, make_figure
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import MissingStudy, SchemaError, load_study
-from study_fixture import study_results  # noqa: F401  (the session fixture)
+from study_fixture import STUDIES, study_results  # noqa: F401  (the session fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,15 +25,23 @@ def _trials(results: Path, study: str) -> pd.DataFrame:
     return pd.read_parquet(results / study / "trials.parquet")
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
+FIXTURE_STUDIES = {*STUDIES, "flocora_rank_alpha", "flocora_quantization"}
+PAPER_FIGURES = sorted(n for n, f in FIGURES.items() if FIXTURE_STUDIES & set(f.studies))
+
+
+def test_the_fixture_covers_every_paper_figure_and_table():
+    assert len(PAPER_FIGURES) == 14      # FCL 3a 3b 4a 4b 5a-e T3 T4; FLoCoRA F2 F3 T-III
+
+
+@pytest.mark.parametrize("name", PAPER_FIGURES)
 def test_each_figure_writes_its_files(study_results, tmp_path, name):
     produced, study = make_figure(name, study_results, tmp_path)
     assert study.name in FIGURES[name].studies
     exts = sorted(p.suffix for p in produced.paths)
-    assert exts in ([".pdf", ".png"], [".csv", ".md"])
+    assert exts in ([".csv", ".pdf", ".png"], [".csv", ".md"])     # figures: + their numbers
     for path in produced.paths:
         head = path.read_bytes()[:8]
-        assert path.stat().st_size > 200
+        assert path.stat().st_size > (200 if path.suffix in (".png", ".pdf") else 50)
         assert {".png": head.startswith(b"\x89PNG"), ".pdf": head.startswith(b"%PDF"),
                 ".csv": b"," in path.read_bytes().splitlines()[0],
                 ".md": head.startswith(b"Table") or head.startswith(b"FLoCoRA")}[path.suffix]
@@ -163,7 +171,8 @@ def test_missing_studies_are_skipped_with_one_line_each(study_results, tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     skips = [line for line in err if line.startswith("skip ")]
     assert len(skips) == len(FIGURES) - 1
-    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["fig5a.pdf", "fig5a.png"]
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [
+        "fig5a.csv", "fig5a.pdf", "fig5a.png"]
 
 
 def test_wrong_schema_is_one_clear_error(study_results, tmp_path, capsys):
