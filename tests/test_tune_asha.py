@@ -56,6 +56,24 @@ def test_dry_run_of_an_asha_search_names_its_rungs(capsys):
             "rungs at rounds 1, 2, 4, 8") in out
 
 
+def test_export_counts_never_reported_trials_and_marks_scheduler_stops():
+    """Tune marks a trial its scheduler stopped as done; an interrupted one is not; a trial
+    still pending when a study is interrupted has no config at all."""
+    from types import SimpleNamespace as Result
+
+    from fcl.presets import preset
+    from fcl.tune.export import outcomes
+    grid = [Result(path="/e/t0", config=None, error=None, checkpoint=None, metrics={}),
+            Result(path="/e/t1", config={"client.lr": 0.1}, error=None, checkpoint=None,
+                   metrics={"done": True, "round": 3, "acc": 55.0}),
+            Result(path="/e/t2", config={"client.lr": 0.2}, error=None, checkpoint=None,
+                   metrics={"done": False, "round": 2, "acc": 50.0})]
+    out, unfinished = outcomes(grid, preset("smoke"))
+    assert unfinished == 2
+    assert [(o.status, o.config.client.lr, o.reached) for o in out] == [
+        ("EARLY_STOPPED", 0.1, {"round_reached": 3, "acc_reached": 55.0})]
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     started = cluster.connect(None, num_cpus=2)

@@ -79,6 +79,9 @@ def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
     driver = {**versions(), "fcl_git": fcl_git()}
     for res in result_grid:
         order = os.path.basename(str(res.path))
+        if res.config is None:       # never reported: still pending when the study stopped
+            unfinished += 1
+            continue
         cfg = resolve(base, res.config)
         if res.error is not None:
             out.append(TrialOutcome(cfg, "ERROR", error_line(res.error), None, driver, order))
