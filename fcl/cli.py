@@ -97,15 +97,46 @@ def main_run(args) -> int:
 
 
 def _add_bench(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
+    from fcl.bench import MODES, WORKLOADS
+    from fcl.presets import PRESETS
+    p.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS),
+                   help="rows of the table (default: all)")
+    p.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES),
+                   help="compute modes per workload (default: all)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="bench this preset (with --set) instead of --workloads")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="override config keys of every workload (e.g. run.threads=1)")
+    p.add_argument("--rounds", type=int, default=0,
+                   help="R of every workload (rounded up to a multiple of T; 0: the preset's)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
+                   help="run.device of every workload (cuda: the table on a GPU)")
     p.add_argument("--repeats", type=int, default=1, help="runs of each side (best is kept)")
 
 
-@command("bench", "throughput of a whole run vs a bare training loop doing the same work")(
-    _add_bench)
+@command("bench", "samples/s of whole runs vs a bare loop doing the same work: workloads x "
+                  "compute modes (fp32, bf16, channels_last, batched clients)")(_add_bench)
 def main_bench(args) -> int:
-    from fcl.bench import bench_run_vs_bare
-    print(bench_run_vs_bare(config_from_args(args), repeats=args.repeats))
+    from fcl.bench import WORKLOADS, bench_table, describe_machine, format_table
+    for flag, value in (("--rounds", args.rounds), ("--repeats", args.repeats - 1)):
+        if value < 0:
+            raise ConfigError(flag, value, "out of range", ">= 0" if flag == "--rounds" else ">= 1")
+    overrides = parse_sets(args.set)
+    if args.device:
+        overrides["run.device"] = args.device
+    workloads = ({args.preset: (args.preset, {})} if args.preset else
+                 {name: WORKLOADS[name] for name in args.workloads})
+    if "run.threads" in overrides:
+        from fcl.config import parse_value
+        torch_threads = parse_value("run.threads", overrides["run.threads"], int)
+        if torch_threads > 0:
+            import torch
+            torch.set_num_threads(torch_threads)
+    header = f"{describe_machine(overrides.get('run.device', 'auto'))}"
+    print(header, flush=True)
+    rows = bench_table(workloads, args.modes, args.rounds, overrides, args.repeats,
+                       out=sys.stderr)
+    print(format_table(rows))
     return 0
 
 

@@ -14,6 +14,7 @@ stopped.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -22,11 +23,13 @@ from typing import Callable
 import torch
 
 from fcl.communication import full_model_nbytes
+from fcl.compute_mode import ComputeMode
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
 from fcl.federated import server_opt
 from fcl.federated.aggregate import cosine_distance, pseudo_gradient, subtract, weighted_mean
+from fcl.federated.batched_clients import batched_updates
 from fcl.federated.client import local_train
 from fcl.federated.client_algorithms import (ALGORITHMS, control_change, local_steps,
                                              server_control, zeros_like)
@@ -100,7 +103,8 @@ def initial_state(cfg: RunConfig, model: torch.nn.Module) -> RunState:
 
 
 @torch.inference_mode()
-def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int) -> torch.Tensor:
+def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
+             forward_context: Callable = contextlib.nullcontext) -> torch.Tensor:
     """Test accuracy (percent) of every task, one host sync for all of them."""
     model.eval()
     correct = []
@@ -108,7 +112,9 @@ def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int) -> to
         hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
         for start in range(0, len(td.test_y), batch_size):
             x = data.normalise(td.test_x[start:start + batch_size])
-            hits += (model(x, t).argmax(1) == td.test_y[start:start + batch_size]).sum()
+            with forward_context():
+                logits = model(x, t)
+            hits += (logits.argmax(1) == td.test_y[start:start + batch_size]).sum()
         correct.append(hits)
     sizes = torch.tensor([len(td.test_y) for td in data.tasks], dtype=torch.float64)
     return torch.stack(correct).cpu().double() * 100.0 / sizes
@@ -124,11 +130,12 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
     t0 = time.perf_counter()
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
-    device = resolve_device(cfg.run.device)
-    data = (data if data is not None else prepare_data(cfg)).to(device)
+    compute = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device))
+    device = compute.device
+    data = compute.data(data if data is not None else prepare_data(cfg))   # images on the device
     if model is None:
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    model = model.to(device)
+    model = compute.model(model)
     T, N, R, Q = data.num_tasks, data.num_clients, cfg.rounds, cfg.rounds_per_phase
     schedule = task_schedule(cfg.schedule.order, T, N, R, cfg.seed)
     due = set(eval_rounds(R, Q, cfg.eval.every))
@@ -194,6 +201,10 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
                 controls[t], control_nbytes[t] = decode(msg), msg.nbytes
             bytes_down += control_nbytes[t]
 
+    forward = ComputeMode.from_config(cfg.run, data.mean.device).forward_context
+    # run.client_batching: clients of one task train together; the others one by one below
+    batched = batched_updates(cfg, r, model, data, tasks_of, part.reporting, received, names,
+                              forward)
     updates: dict[int, list] = {}
     drift_sum = torch.zeros((), dtype=torch.float64, device=data.mean.device)
     losses = []
@@ -204,8 +215,9 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         own = client_control.get((c, t)) or zeros_like(controls.get(t, {}))   # c_i
         shift = [controls[t][n] - own[n] for n in trainable] if controls else []    # c - c_i
         correction = algorithm.correction(cfg.client, [received[c][n] for n in trainable], shift)
-        up = local_train(model, data, t, c, received[c], trainable, buffers, cfg.client,
-                         cfg.model, gen, correction)
+        up = batched[c] if c in batched else local_train(
+            model, data, t, c, received[c], trainable, buffers, cfg.client, cfg.model, gen,
+            correction, forward_context=forward)
         if controls:          # Delta c_i, sent with the delta through the same codec
             change = control_change(received[c], up.end, controls[t],
                                     local_steps(up.num_samples, cfg.client), cfg.client.lr)
@@ -249,7 +261,7 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
     evaluated = r in due
     if evaluated:
         accuracy = accuracy.clone()
-        accuracy[:, r] = evaluate(model, data, cfg.eval.batch_size)
+        accuracy[:, r] = evaluate(model, data, cfg.eval.batch_size, forward)
 
     n_reports = len(part.reporting)
     record = {

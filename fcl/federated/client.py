@@ -3,7 +3,9 @@ task, starting from the server state it received. A plain PyTorch loop: batches 
 slicing a device-side permutation, and nothing in the loop syncs with the host."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Callable, ContextManager
 
 import torch
 import torch.nn.functional as F
@@ -52,9 +54,12 @@ def sgd_step_(params: list[torch.Tensor], grads: list[torch.Tensor],
 def local_train(model: nn.Module, data: FederatedData, task: int, client: int, start: Params,
                 trainable: list[str], buffers: list[str], cfg: ClientConfig,
                 model_cfg: ModelConfig, gen: torch.Generator,
-                correction: Correction | None = None) -> ClientUpdate:
+                correction: Correction | None = None,
+                forward_context: Callable[[], ContextManager] = nullcontext) -> ClientUpdate:
     """`correction`: the client algorithm's gradient correction (FedProx, SCAFFOLD), applied
-    to every step's gradients before the SGD step; None for plain SGD."""
+    to every step's gradients before the SGD step; None for plain SGD. `forward_context`: what
+    the forward pass and loss run in (`ComputeMode.forward_context`: bf16 autocast or nothing);
+    the backward pass runs outside it."""
     module = model.tasks[task]
     load_state_(module, start)
     params = live_tensors(module, trainable)
@@ -70,10 +75,11 @@ def local_train(model: nn.Module, data: FederatedData, task: int, client: int, s
     for _ in range(cfg.local_epochs):
         for idx in epoch_batches(shard, cfg.batch_size, gen):
             x = data.normalise(augment(td.train_x[idx]))
-            loss = F.cross_entropy(model(x, task), td.train_y[idx])
-            extra = model.extra_loss(task, model_cfg)
-            if extra is not None:
-                loss = loss + extra
+            with forward_context():
+                loss = F.cross_entropy(model(x, task), td.train_y[idx])
+                extra = model.extra_loss(task, model_cfg)
+                if extra is not None:
+                    loss = loss + extra
             grads = list(torch.autograd.grad(loss, params))
             if correction is not None:
                 grads = correction(grads, params)

@@ -1,0 +1,78 @@
+"""How a run's tensors are computed, never what they compute: the device, `run.precision` and
+`run.channels_last`.
+
+- `bf16` autocasts the forward passes of local training and evaluation (convolutions and
+  matmuls run in bfloat16, losses and norms in float32, as torch's autocast lists decide). The
+  backward pass runs outside the autocast region (torch's advice), so gradients arrive in the
+  parameters' dtype: weights, gradients, SGD momentum, the server state, the optimizer moments,
+  the aggregation and every message stay float32.
+- `channels_last` stores the images (uint8, on the device) and every 4-D weight in NHWC order.
+  Indexing a batch out of NHWC images keeps NHWC, so batches need no conversion per step.
+  Values are unchanged; only the convolution kernels that run differ.
+
+Whether either is faster depends on the hardware: bf16 needs native bfloat16 kernels (a CPU
+with AVX512-BF16 or AMX, or a GPU); on an AVX2-only CPU it is several times slower than fp32,
+and a warning says so when a run starts. See README, Benchmark.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass, replace
+from typing import Callable, ContextManager
+
+import torch
+from torch import nn
+
+from fcl.config import RuntimeConfig
+from fcl.data.federated import FederatedData
+
+AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "bf16": torch.bfloat16}
+
+
+def native_cpu_bf16() -> bool:
+    """Whether oneDNN has bfloat16 kernels for this CPU (AVX512-BF16, AMX). Without them
+    autocast still works, through reference kernels that are 4-10x slower than fp32."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+@dataclass(frozen=True)
+class ComputeMode:
+    device: torch.device
+    autocast_dtype: torch.dtype | None = None     # None: plain float32
+    channels_last: bool = False
+
+    @classmethod
+    def from_config(cls, cfg: RuntimeConfig, device: torch.device) -> "ComputeMode":
+        dtype = AUTOCAST_DTYPES[cfg.precision]
+        if dtype is torch.bfloat16 and device.type == "cpu" and not native_cpu_bf16():
+            warnings.warn("run.precision=bf16: this CPU has no native bfloat16 kernels (oneDNN "
+                          "reports none, e.g. AVX2 only); bf16 runs several times slower than "
+                          "fp32 here", RuntimeWarning, stacklevel=2)
+        return cls(device, dtype, cfg.channels_last)
+
+    @property
+    def memory_format(self) -> torch.memory_format:
+        return torch.channels_last if self.channels_last else torch.contiguous_format
+
+    @property
+    def forward_context(self) -> Callable[[], ContextManager]:
+        """A factory of the context every forward pass runs in (autocast, or nothing)."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext
+        device_type, dtype = self.device.type, self.autocast_dtype
+        return lambda: torch.autocast(device_type, dtype=dtype)
+
+    def model(self, model: nn.Module) -> nn.Module:
+        """The model on the device, its 4-D weights in the memory format (in place)."""
+        return model.to(self.device, memory_format=self.memory_format)
+
+    def data(self, data: FederatedData) -> FederatedData:
+        """The data on the device, images in the memory format (4-D uint8 tensors only)."""
+        data = data.to(self.device)
+        if not self.channels_last:
+            return data
+        fmt = lambda x: x.contiguous(memory_format=torch.channels_last) \
+            if x.dim() == 4 else x  # noqa: E731
+        return replace(data, tasks=tuple(replace(t, train_x=fmt(t.train_x), test_x=fmt(t.test_x))
+                                         for t in data.tasks))

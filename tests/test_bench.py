@@ -1,0 +1,41 @@
+"""`fcl bench`: the table's rows, ratios and target lines."""
+import pytest
+
+from fcl.bench import Row, bench_table, format_table, target_lines
+from fcl.cli import main
+from synthetic import one_thread  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_bench_table_measures_every_mode_of_every_workload():
+    tiny = {"tiny": ("smoke", {"data.num_tasks": 1, "schedule.order": "sync",
+                               "data.train_per_class": 4, "data.test_per_class": 2,
+                               "model.width": 8})}
+    rows = bench_table(tiny, ["fp32", "fp32+batch"], rounds=2, warmup=False)
+    assert [(r.workload, r.mode, r.rounds) for r in rows] == [("tiny", "fp32", 2),
+                                                              ("tiny", "fp32+batch", 2)]
+    # T = 1: all 10 classes, 4 images each, over 3 clients; x 2 epochs x 2 rounds
+    assert all(r.samples == 10 * 4 * 2 * 2 for r in rows)
+    assert all(r.run_sps > 0 and r.bare_sps > 0 and r.ratio == r.run_sps / r.bare_sps
+               for r in rows)
+    table = format_table(rows)
+    assert table.count("\n| tiny |") == 2 and "run / bare" in table
+
+
+def test_targets_are_checked_on_the_rows_present():
+    rows = [Row("fedavg-full-resnet8", "fp32", 2, 100, 90.0, 100.0, 1.0, 1.0),
+            Row("flocora-lora-resnet8", "bf16+cl", 2, 100, 200.0, 100.0, 1.0, 1.0),
+            Row("flocora-lora-resnet8", "fp32", 2, 100, 50.0, 100.0, 1.0, 1.0),
+            Row("flocora-lora-resnet8", "fp32+batch", 2, 100, 65.0, 100.0, 1.0, 1.0)]
+    lines = target_lines(rows)
+    assert lines == [
+        "target fp32 full-model FedAvg run / bare loop: 0.90 (goal >= 0.95) MISSED",
+        "target LoRA ResNet-8 bf16+cl / fp32 full-model run: 2.22 (goal >= 2.0) met",
+        "target LoRA ResNet-8 batched / sequential (fp32): 1.30 (goal >= 1.2) met",
+    ]
+
+
+def test_bad_rounds_is_one_line_and_exit_2(capsys):
+    assert main(["bench", "--rounds", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --rounds=-1: out of range; allowed: >= 0"

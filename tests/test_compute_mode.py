@@ -1,0 +1,78 @@
+"""run.precision and run.channels_last: how tensors are computed, never what is sent."""
+import pytest
+import torch
+
+from fcl.cli import main
+from fcl.compute_mode import ComputeMode
+from fcl.config import RuntimeConfig
+from fcl.engine import run
+from fcl.presets import preset
+from synthetic import SMALL, one_thread, synthetic_data  # noqa: F401  (one_thread: a fixture)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+BASE = {**SMALL, "data.num_tasks": 1, "rounds": 2, "eval.every": 1}
+
+
+def run_with(data, **runtime):
+    states = []
+    cfg = preset("smoke", {**BASE, **{f"run.{k}": v for k, v in runtime.items()}})
+    res = run(cfg, data=data, on_round=lambda rec, st: states.append(st))
+    return res, states[-1]
+
+
+def test_forward_context_autocasts_only_in_bf16():
+    cpu = torch.device("cpu")
+    with ComputeMode.from_config(RuntimeConfig(), cpu).forward_context():
+        assert not torch.is_autocast_enabled("cpu")
+    with pytest.warns(RuntimeWarning) if not torch.ops.mkldnn._is_mkldnn_bf16_supported() \
+            else _nothing():
+        mode = ComputeMode.from_config(RuntimeConfig(precision="bf16"), cpu)
+    with mode.forward_context():
+        assert torch.is_autocast_enabled("cpu")
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.filterwarnings("ignore:run.precision=bf16")
+def test_bf16_trains_in_bf16_but_state_and_messages_stay_float32():
+    data = synthetic_data([20, 20, 20])
+    fp32, s32 = run_with(data)
+    bf16, s16 = run_with(data, precision="bf16")
+    for ts in s16.tasks:
+        assert all(t.dtype == torch.float32 for t in ts.params.values())
+        assert all(t.dtype == torch.float32 for t in ts.opt.m.values())
+    assert [r["bytes_up"] for r in bf16.records] == [r["bytes_up"] for r in fp32.records]
+    a, b = fp32.records[-1]["train_loss"], bf16.records[-1]["train_loss"]
+    assert a != b and b == pytest.approx(a, rel=0.05)      # bf16 did run, and stayed close
+
+
+def test_channels_last_changes_the_layout_not_the_numbers():
+    data = synthetic_data([20, 20, 20])
+    plain, s_plain = run_with(data)
+    model_holder = {}
+    cfg = preset("smoke", {**BASE, "run.channels_last": True})
+    from fcl.models.factory import build_model
+    model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+    cl = run(cfg, data=data, model=model,
+             on_round=lambda rec, st: model_holder.__setitem__("state", st))
+    convs = [p for p in model.parameters() if p.dim() == 4 and p.shape[1] > 1]
+    assert convs and all(p.is_contiguous(memory_format=torch.channels_last) for p in convs)
+    for a, b in zip(plain.records, cl.records):
+        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-4)
+    for n, v in s_plain.tasks[0].params.items():
+        assert torch.allclose(model_holder["state"].tasks[0].params[n], v, atol=1e-5), n
+
+
+def test_bad_precision_is_one_line_and_exit_2(capsys):
+    assert main(["run", "--preset", "smoke", "--set", "run.precision=fp16"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: run.precision=fp16: unknown value; allowed: fp32, bf16"]
