@@ -1,21 +1,25 @@
 """FLoCoRA Fig. 2: LoRA rank r x alpha in {2r, 16r}, against full-model FedAvg.
 
-FLoCoRA's setting: one task (plain federated learning), a frozen randomly initialised ResNet-8
-with GroupNorm, LoRA on every convolution with the norm layers and the final FC trained, a
-Dirichlet(0.5) split, FedAvg on the server (FedSGD, eta = 1).
+FLoCoRA's recipe (`fcl.presets.FLOCORA`: one task, i.e. plain federated learning; a frozen
+randomly initialised backbone with GroupNorm, LoRA on every convolution with the norm layers
+and the final FC trained; Dirichlet(0.5) clients; FedAvg on the server). Its sizes come from the
+preset: `local` runs `flocora-local`, `paper` runs `flocora` (ResNet-8 on CIFAR-10: give
+data.root), `smoke` the study smoke sizes.
 """
+from fcl.presets import FLOCORA
 from fcl.tune import Study, grid, main
 
-FLOCORA = {"data.num_tasks": 1, "model.backbone": "resnet8", "model.norm": "group",
-           "data.partition": "dirichlet", "data.alpha": 0.5, "schedule.order": "sync",
-           "server.optimizer": "fedsgd", "server.lr": 1.0}
+SIZES = ("rounds", "data.num_clients", "participation.fraction", "model.backbone",
+         "client.local_epochs", "eval.every")
+RECIPE = {k: v for k, v in FLOCORA.items() if k not in SIZES}
 SPACE = {
     "adapter": grid({"model.adapter": "full"},
                     *({"model.adapter": "lora", "model.lora_rank": r, "model.lora_alpha": k * r}
                       for r in (8, 16, 32, 64) for k in (2, 16))),
 }
 
-STUDY = Study("flocora_rank_alpha", SPACE, base=FLOCORA, doc=__doc__)
+STUDY = Study("flocora_rank_alpha", SPACE, base=RECIPE, doc=__doc__,
+              presets={"local": "flocora-local", "paper": "flocora"})
 
 if __name__ == "__main__":
     main(STUDY)

@@ -6,7 +6,8 @@ from fcl.tune import Study, grid, main
 
 SPACE = {
     "partition": grid({"data.partition": "iid"},
-                      *({"data.partition": "dirichlet", "data.alpha": a} for a in (8, 4, 2, 1, 0.5))),
+                      *({"data.partition": "dirichlet", "data.alpha": a}
+                        for a in (8, 4, 2, 1, 0.5))),
 }
 
 STUDY = Study("noniid", SPACE, doc=__doc__)

@@ -106,7 +106,8 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
             objective=getattr(args, "objective", "acc"),
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
         outcome = run_study(study.name, study.space_for(args.preset), opts, base=study.base,
-                            searcher=study.searcher, early_stopping=study.early_stopping)
+                            searcher=study.searcher, early_stopping=study.early_stopping,
+                            run_presets=study.presets)
     except (ConfigError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

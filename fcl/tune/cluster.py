@@ -31,10 +31,27 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
         # Ray starts workers at nice 15 to keep its own processes responsive; on a laptop the
         # trials are the work, and at 15 they crawl beside anything else running.
         os.environ.setdefault("RAY_worker_niceness", "0")
+    else:
+        send_token_if_any()
     local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
-    ray.init(address=address, configure_logging=True, logging_level=logging.WARNING,
+    # "local": a new instance, even where `ray start` left one running (address=None would join it)
+    ray.init(address=address or "local", configure_logging=True, logging_level=logging.WARNING,
              log_to_driver=True, **local)
     return True
+
+
+def send_token_if_any() -> None:
+    """`ray start` (Ray >= 2.52) turns token auth on and keeps the token in ~/.ray; Ray's CLI
+    then sends it, but `ray.init(address=...)` only does when RAY_AUTH_MODE=token. Do what the
+    CLI does, so `RAY_ADDRESS=... python studies/x.py` works unchanged (a no-op elsewhere)."""
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available)
+    except ImportError:                                     # a Ray without token auth
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 def local_resources() -> dict:

@@ -36,8 +36,9 @@ STUDY_SIZES: dict[str, dict[str, Any]] = {
     "paper": {},
 }
 DEFAULT_SEEDS = {"smoke": 1, "local": 3, "paper": 3}
-# Samples/s of one trial of resnet_tiny on one CPU core of the 2-core machine this was written on
-# (`fcl run --preset local --set rounds=25 data.train_per_class=200 run.threads=1`: 416/s).
+# Samples/s of one trial of resnet_tiny (width 16) on one CPU core of the 2-core machine this
+# was written on (`fcl run --preset local --set rounds=25 data.train_per_class=200
+# run.threads=1`: 416/s); the dry run scales it by (16 / model.width)^2.
 CPU_SAMPLES_PER_S = {"resnet_tiny": 400.0}
 
 
@@ -53,6 +54,7 @@ class Study:
     searcher: str | None = None          # None: grid (and random draws); "optuna": TPE
     num_samples: int = 1                 # default --num-samples
     doc: str | None = None
+    presets: dict[str, str] = field(default_factory=dict)   # study preset -> run preset
     early_stopping: bool = False         # may `--scheduler asha` stop trials early? Searches
     #                                      only: a grid's figure needs every final value
 
@@ -92,8 +94,13 @@ class StudyOutcome:
     wall_s: float = 0.0
 
 
-def base_config(opts: StudyOptions, study_base: dict) -> RunConfig:
-    """The run preset, resized for a study (`STUDY_SIZES`), the study's own keys, then `--set`."""
+def base_config(opts: StudyOptions, study_base: dict, run_presets: dict | None = None
+                ) -> RunConfig:
+    """The run preset, resized for a study (`STUDY_SIZES`), the study's own keys, then `--set`.
+    `run_presets` maps a study preset to a run preset of its own (`local` -> `flocora-local`),
+    whose sizes are then kept as they are."""
+    if opts.preset in (run_presets or {}):
+        return run_preset(run_presets[opts.preset], {**study_base, **opts.sets})
     return run_preset(opts.preset, {**STUDY_SIZES.get(opts.preset, {}), **study_base, **opts.sets})
 
 
@@ -153,9 +160,11 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
     cost = f"{trials} trials{repeat}; {samples:,.0f} training samples in all"
     rate = CPU_SAMPLES_PER_S.get(base.model.backbone)
     if rate and not gpus:
+        rate *= (16 / base.model.width) ** 2          # measured at width 16; cost ~ width^2
         minutes = samples / (rate * threads * concurrent) / 60
         cost += (f"; about {minutes:.0f} min at {concurrent} trials at a time "
-                 f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone})")
+                 f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone} "
+                 f"at width 16 and scaled)")
     return trials, "\n".join(lines + [cost])
 
 
@@ -190,7 +199,8 @@ def remove_experiment(path: str) -> None:
 
 def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
               base: dict | None = None, searcher: str | None = None,
-              out: TextIO | None = None, early_stopping: bool = False) -> StudyOutcome:
+              out: TextIO | None = None, early_stopping: bool = False,
+              run_presets: dict[str, str] | None = None) -> StudyOutcome:
     """Run (or `--resume`, or `--dry-run`) study `name` over `space` and export its Parquet.
 
     `base`: config overrides the study always applies (before the user's `--set`);
@@ -199,7 +209,7 @@ def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
     t0 = time.perf_counter()
     out = out or sys.stdout
     schedulers.check(opts.scheduler, name, early_stopping)
-    cfg = base_config(opts, base or {})
+    cfg = base_config(opts, base or {}, run_presets)
     if searcher is not None:
         if opts.seeds not in (None, 1):
             raise ConfigError("--seeds", opts.seeds, "a search draws its own trials; it runs "
