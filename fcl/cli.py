@@ -112,6 +112,9 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
                    help="run.device of every workload (cuda: the table on a GPU)")
     p.add_argument("--repeats", type=int, default=1, help="runs of each side (best is kept)")
+    p.add_argument("--profile", action="store_true",
+                   help="instead of the table: torch.profiler's top ops of 3 training steps "
+                        "per workload and mode")
 
 
 @command("bench", "samples/s of whole runs vs a bare loop doing the same work: workloads x "
@@ -134,6 +137,17 @@ def main_bench(args) -> int:
             torch.set_num_threads(torch_threads)
     header = f"{describe_machine(overrides.get('run.device', 'auto'))}"
     print(header, flush=True)
+    if args.profile:
+        from fcl.bench import MODES, profile_steps, workload_config
+        from fcl.config import with_overrides
+        from fcl.engine import prepare_data
+        for name, spec in workloads.items():
+            cfg = workload_config(spec, args.rounds, overrides)
+            data = prepare_data(cfg)
+            for mode in args.modes:
+                print(f"\n## {name} / {mode}\n" +
+                      profile_steps(with_overrides(cfg, MODES[mode]), data), flush=True)
+        return 0
     rows = bench_table(workloads, args.modes, args.rounds, overrides, args.repeats,
                        out=sys.stderr)
     print(format_table(rows))

@@ -1,11 +1,12 @@
 """Batched clients (run.client_batching) against the sequential reference, `local_train`."""
 import contextlib
+import dataclasses
 
 import pytest
 import torch
 
 from fcl.engine import run
-from fcl.federated.batched_clients import batched_updates, client_groups, train_group
+from fcl.federated.batched_clients import StepShape, batched_updates, step_shapes, train_group
 from fcl.federated.client import local_train
 from fcl.models.factory import build_model
 from fcl.models.task_state import buffer_names, read_state, trainable_names
@@ -18,9 +19,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SIZES = [27, 27, 26, 40, 9]            # batch 16: steps per epoch 2, 2, 2, 3, 1
 
 
-def sequential_and_batched(adapter: str, extra: dict | None = None):
-    cfg = preset("smoke", {**SMALL, "model.adapter": adapter, **(extra or {})})
-    data = synthetic_data(SIZES)
+def sequential_and_batched(adapter: str, augment: bool = False):
+    cfg = preset("smoke", {**SMALL, "model.adapter": adapter})
+    data = dataclasses.replace(synthetic_data(SIZES), augment=augment)
     model = build_model(cfg.model, data.image_shape, data.classes_per_task(), 0)
     trainable, buffers = trainable_names(model.tasks[0]), buffer_names(model.tasks[0])
     start = read_state(model.tasks[0], trainable + buffers)
@@ -28,17 +29,18 @@ def sequential_and_batched(adapter: str, extra: dict | None = None):
         for n in trainable:
             start[n] += 0.01 * torch.randn(start[n].shape, generator=torch.Generator()
                                            .manual_seed(1))
-    group = [0, 1, 2]
+    group = [0, 1, 2, 3, 4]            # unequal steps per epoch: 2, 2, 2, 3, 1
     seq = [local_train(model, data, 0, c, start, trainable, buffers, cfg.client, cfg.model,
                        generator(0, "batches", 3, c)) for c in group]
-    bat = train_group(model, data, 0, group, [start] * 3, trainable, cfg.client, cfg.model,
+    bat = train_group(model, data, 0, group, [start] * 5, trainable, cfg.client, cfg.model,
                       [generator(0, "batches", 3, c) for c in group], contextlib.nullcontext)
     return start, seq, bat, model
 
 
-@pytest.mark.parametrize("adapter", ["nettailor", "lora", "full"])
-def test_batched_clients_give_the_sequential_deltas(adapter):
-    start, seq, bat, _ = sequential_and_batched(adapter)
+@pytest.mark.parametrize("adapter,augment", [("nettailor", False), ("lora", False),
+                                             ("full", False), ("nettailor", True)])
+def test_batched_clients_give_the_sequential_deltas(adapter, augment):
+    start, seq, bat, _ = sequential_and_batched(adapter, augment)
     for s, b in zip(seq, bat):
         assert (s.client, s.task, s.num_samples) == (b.client, b.task, b.num_samples)
         moved = max(float((s.end[n] - start[n]).abs().max()) for n in b.end)
@@ -72,22 +74,27 @@ def test_batched_fedprox_gives_the_sequential_deltas():
         assert any(not torch.allclose(b.end[n], p.end[n], atol=1e-4) for n in trainable)
 
 
-def test_clients_are_grouped_by_steps_per_epoch():
-    assert client_groups([0, 1, 2, 3, 4], SIZES, 16) == [[0, 1, 2], [3], [4]]
-    assert client_groups([4, 0, 3], [9, 27, 40], 64) == [[4, 0, 3]]   # one step each
+def test_steps_run_on_the_prefix_of_clients_still_training():
+    # sizes sorted by steps per epoch (batch 16): 3, 2, 2, 2, 1
+    assert step_shapes([40, 27, 27, 26, 9], 16) == [
+        StepShape(5, 16, (16, 16, 16, 16, 9)),
+        StepShape(4, 16, (16, 11, 11, 10)),
+        StepShape(1, 8, (8,)),
+    ]
+    assert step_shapes([9, 7], 64) == [StepShape(2, 9, (9, 7))]
 
 
-def test_engine_batches_groups_and_leaves_singletons_and_batchnorm_to_local_train():
+def test_engine_batches_a_task_and_leaves_batchnorm_and_lone_clients_to_local_train():
     data = synthetic_data(SIZES)
-    for norm, expected in (("group", {0, 1, 2}), ("batch", set())):
+    for norm, expected in (("group", {0, 1, 2, 3}), ("batch", set())):
         cfg = preset("smoke", {**SMALL, "data.num_tasks": 1, "model.norm": norm,
                                "run.client_batching": True})
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), 0)
         names = [(trainable_names(m), buffer_names(m)) for m in model.tasks]
         start = read_state(model.tasks[0], names[0][0] + names[0][1])
-        ups = batched_updates(cfg, 0, model, data, [0] * 5, [0, 1, 2, 3, 4],
+        ups = batched_updates(cfg, 0, model, data, [0, 0, 0, 0, 1], [0, 1, 2, 3, 4],
                               {c: start for c in range(5)}, names, contextlib.nullcontext)
-        assert set(ups) == expected
+        assert set(ups) == expected             # client 4, alone on its task: local_train
     off = preset("smoke", SMALL)
     assert batched_updates(off, 0, model, data, [0] * 5, [0, 1], {}, names,
                            contextlib.nullcontext) == {}

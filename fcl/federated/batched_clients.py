@@ -2,8 +2,8 @@
 take their local steps together: one forward pass vmapped over their stacked task tensors and
 their stacked batches (`torch.func.functional_call` + `torch.func.vmap`), then one backward pass
 of the sum of their losses (clients share no trainable tensor, so the gradient of the sum with
-respect to client g's stacked slice is client g's own gradient). The frozen backbone is shared,
-not stacked: its convolutions see one batch of G x B images and get no gradient. Plain autograd
+respect to client g's slice is client g's own gradient). The frozen backbone is shared, not
+stacked: its convolutions see one batch of G x B images and get no gradient. Plain autograd
 instead of `torch.func.grad`: the latter imports torch._dynamo on first use (3-7 s a process).
 
 `local_train` (one client at a time) stays the reference; this path computes the same update:
@@ -13,22 +13,26 @@ instead of `torch.func.grad`: the latter imports torch._dynamo on first use (3-7
   step (`sgd_step_` is elementwise, so it runs on the stacked tensors as is), the same drift.
 The deltas agree to float32 rounding (tested to 1e-5).
 
-Unequal shards. vmap needs one batch shape per step for the whole group, so clients are grouped
-by their steps per epoch, ceil(|D_c| / B). Within a group only the last batch of an epoch can
-differ in size: it is padded to the group's largest with copies of a real sample that weigh 0 in
-the loss (the per-client loss is a weighted sum, weights 1/n_batch on real samples). This is
-exact only for models whose outputs are per sample (GroupNorm; BatchNorm in eval mode), which is
-also what the fallbacks below require. A client alone in its group trains with `local_train`.
+Unequal shards. Client c takes S_c = ceil(|D_c| / B) steps per epoch. The group is sorted by
+S_c, most first, so at step s of an epoch the clients still training are a prefix of the stack:
+the step runs on that prefix (views of the stacked tensors; the others' parameters and momentum
+stay untouched, as if they had finished). Within a step the batches differ in size only where a
+client takes its last, partial batch: it is padded to the step's largest batch with copies of
+one of its samples that weigh 0 in the loss (per-client loss = weighted sum, weights 1 / n_batch
+on real samples). That is exact only for models whose outputs are per sample (GroupNorm;
+BatchNorm in eval mode), which the fallbacks below guarantee. A task with one client in the
+round trains with `local_train`.
 
 Falls back to `local_train`, client by client, where vmap cannot give the same update:
 - a BatchNorm in train mode, or float buffers in the task module: batch statistics would mix
   clients (and padding), and running statistics are updated in place, once per client;
 - a client algorithm with per-client control variates (SCAFFOLD: each client's c_i would have
-  to be stacked by the engine). FedProx (a correction over the client's start state) is batched.
+  to be stacked by the engine). FedProx (a correction towards the client's start) is batched.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, ContextManager
 
 import torch
@@ -55,12 +59,25 @@ def why_sequential(model: nn.Module, buffers: list[str], cfg: ClientConfig) -> s
     return None
 
 
-def client_groups(clients: list[int], sizes: list[int], batch_size: int) -> list[list[int]]:
-    """Clients with the same number of steps per epoch, in their given order."""
-    groups: dict[int, list[int]] = {}
-    for c, n in zip(clients, sizes):
-        groups.setdefault(math.ceil(n / batch_size), []).append(c)
-    return list(groups.values())
+@dataclass(frozen=True)
+class StepShape:
+    """One step of an epoch: the first `active` clients of the (sorted) group train on batches
+    padded to `width`; `counts[g]` real samples each."""
+    active: int
+    width: int
+    counts: tuple[int, ...]
+
+
+def step_shapes(sizes: list[int], batch_size: int) -> list[StepShape]:
+    """The steps of one epoch for shard sizes sorted by steps per epoch, most first."""
+    steps = [math.ceil(n / batch_size) for n in sizes]
+    assert steps == sorted(steps, reverse=True), "sizes must be sorted by steps, most first"
+    shapes = []
+    for s in range(steps[0] if steps else 0):
+        counts = tuple(min(batch_size, n - s * batch_size) for n, st in zip(sizes, steps)
+                       if st > s)
+        shapes.append(StepShape(len(counts), max(counts), counts))
+    return shapes
 
 
 class _ClientLoss(nn.Module):
@@ -77,44 +94,53 @@ class _ClientLoss(nn.Module):
         return loss if extra is None else loss + extra
 
 
-def batch_plan(shards: list[torch.Tensor], gens: list[torch.Generator], epochs: int,
-               batch_size: int) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
-    """Index and weight tensors of shape (epochs, steps, G, width) for the whole round, on the
-    device, and the real batch sizes [step][g] (host ints, known without a sync). Each client's
-    permutation is drawn as `epoch_batches` draws it."""
+def _pad(x: torch.Tensor, width: int) -> torch.Tensor:
+    return torch.cat([x, x[:1].expand(width - len(x), *x.shape[1:])]) if len(x) < width else x
+
+
+def round_plan(shards: list[torch.Tensor], gens: list[torch.Generator], epochs: int,
+               batch_size: int) -> tuple[list[StepShape], list[list[torch.Tensor]],
+                                         list[torch.Tensor]]:
+    """(step shapes of an epoch, per epoch the permuted shards on the device, per step the
+    loss weights (active, width) on the device). Permutations are drawn as `epoch_batches`
+    draws them; everything goes to the device in one copy each, so the steps never sync."""
     sizes = [len(s) for s in shards]
-    steps = math.ceil(sizes[0] / batch_size)
-    width = min(batch_size, max(sizes))
-    counts = [[min(width, n - s * width) for n in sizes] for s in range(steps)]
-    idx = []
-    for _ in range(epochs):
-        per_client = []
-        for shard, gen, n in zip(shards, gens, sizes):
-            perm = shard[torch.randperm(n, generator=gen).to(shard.device)]
-            pad = perm[:1].expand(steps * width - n)
-            per_client.append(torch.cat([perm, pad]).view(steps, width))
-        idx.append(torch.stack(per_client, dim=1))                  # (steps, G, width)
-    weight = torch.zeros(steps, len(shards), width)
-    for s, row in enumerate(counts):
-        for g, count in enumerate(row):
-            weight[s, g, :count] = 1.0 / count
+    shapes = step_shapes(sizes, batch_size)
     device = shards[0].device
-    return torch.stack(idx), weight.to(device).expand(epochs, -1, -1, -1), counts
+    perms = torch.cat([torch.randperm(n, generator=g) for _ in range(epochs)
+                       for n, g in zip(sizes, gens)] or [torch.zeros(0, dtype=torch.long)])
+    perms = perms.to(device).split(sizes * epochs)
+    by_epoch = [[shard[p] for shard, p in zip(shards, perms[k * len(sizes):(k + 1) *
+                                                              len(sizes)])]
+                for k in range(epochs)]
+    flat = torch.zeros(sum(sh.active * sh.width for sh in shapes))
+    at = 0
+    for sh in shapes:
+        for g, count in enumerate(sh.counts):
+            flat[at + g * sh.width: at + g * sh.width + count] = 1.0 / count
+        at += sh.active * sh.width
+    weights = flat.to(device).split([sh.active * sh.width for sh in shapes])
+    return shapes, by_epoch, [w.view(sh.active, sh.width) for w, sh in zip(weights, shapes)]
 
 
 def train_group(model: nn.Module, data: FederatedData, task: int, clients: list[int],
                 starts: list[Params], trainable: list[str], cfg: ClientConfig,
                 model_cfg: ModelConfig, gens: list[torch.Generator],
                 forward_context: Callable[[], ContextManager]) -> list[ClientUpdate]:
-    """K local epochs of the `clients` (same task, same steps per epoch) in vmapped steps."""
+    """K local epochs of `clients` (same task) in vmapped steps; updates in the given order."""
     td = data.tasks[task]
-    shards = [td.shards[c] for c in clients]
+    sizes = [len(td.shards[c]) for c in clients]
+    order = sorted(range(len(clients)), key=lambda g: -math.ceil(sizes[g] / cfg.batch_size))
+    shards = [td.shards[clients[g]] for g in order]
+    gens = [gens[g] for g in order]
     augments = [data.augmenter(g) for g in gens]        # drawn first, as in local_train
-    idx, weight, counts = batch_plan(shards, gens, cfg.local_epochs, cfg.batch_size)
-    params = {n: torch.stack([s[n] for s in starts]).requires_grad_(True) for n in trainable}
+    shapes, perms, weights = round_plan(shards, gens, cfg.local_epochs, cfg.batch_size)
+    params = {n: torch.stack([starts[g][n] for g in order]).requires_grad_(True)
+              for n in trainable}
     live = [params[n] for n in trainable]
     start = [p.detach().clone() for p in live]
-    correction = ALGORITHMS[cfg.algorithm].correction(cfg, start, None)
+    momentum = [torch.zeros_like(p) for p in live] if cfg.momentum else []
+    algorithm = ALGORITHMS[cfg.algorithm]
     loss_module = _ClientLoss(model, task, model_cfg)
     prefix = f"model.tasks.{task}."
 
@@ -125,41 +151,46 @@ def train_group(model: nn.Module, data: FederatedData, task: int, clients: list[
     G = len(clients)
     drift = torch.zeros(G, device=td.train_y.device)
     loss_sum = torch.zeros(G, device=td.train_y.device)
-    momentum_bufs: list[torch.Tensor] = []
     model.train()
     for k in range(cfg.local_epochs):
-        for s in range(idx.shape[1]):
-            batch = idx[k, s]                                        # (G, width)
+        for s, (sh, w) in enumerate(zip(shapes, weights)):
+            a = sh.active                                   # clients 0..a-1 take this step
+            idx = torch.stack([_pad(perms[k][g][s * cfg.batch_size:
+                                                s * cfg.batch_size + n], sh.width)
+                               for g, n in enumerate(sh.counts)])            # (a, width)
             if data.augment:   # each client's augmenter on its real batch, then padded
-                x = torch.stack([_pad(aug(td.train_x[b[:n]]), len(b))
-                                 for aug, b, n in zip(augments, batch, counts[s])])
+                x = torch.stack([_pad(augments[g](td.train_x[idx[g, :n]]), sh.width)
+                                 for g, n in enumerate(sh.counts)])
             else:
-                x = td.train_x[batch]
+                x = td.train_x[idx]
+            views = {n: params[n][:a] for n in trainable}
             with forward_context():
-                loss = losses_of(params, data.normalise(x), td.train_y[batch], weight[k, s])
-            grads = list(torch.autograd.grad(loss.sum(), live))
-            if correction is not None:
-                grads = correction(grads, live)
-            sgd_step_(live, grads, momentum_bufs, cfg)
-            loss_sum += loss.detach()
+                loss = losses_of(views, data.normalise(x), td.train_y[idx], w)
+            grads = list(torch.autograd.grad(loss.sum(), list(views.values())))
+            with torch.no_grad():
+                active = [p[:a] for p in live]
+                correction = algorithm.correction(cfg, [p[:a] for p in start], None)
+                if correction is not None:
+                    grads = correction(grads, active)
+                sgd_step_(active, grads, [m[:a] for m in momentum], cfg)
+                loss_sum[:a] += loss.detach()
         with torch.no_grad():
             drift += sum(d.pow(2).flatten(1).sum(1) for d in torch._foreach_sub(live, start))
-    steps = cfg.local_epochs * idx.shape[1]
-    return [ClientUpdate(c, task, {n: params[n][g].detach().clone() for n in trainable}, len(shards[g]),
-                         drift[g], loss_sum[g] / steps) for g, c in enumerate(clients)]
-
-
-def _pad(x: torch.Tensor, width: int) -> torch.Tensor:
-    return torch.cat([x, x[:1].expand(width - len(x), *x.shape[1:])]) if len(x) < width else x
+    steps = [cfg.local_epochs * math.ceil(len(s) / cfg.batch_size) for s in shards]
+    ups = {clients[g]: ClientUpdate(clients[g], task,
+                                    {n: params[n][i].detach().clone() for n in trainable},
+                                    len(shards[i]), drift[i], loss_sum[i] / max(steps[i], 1))
+           for i, g in enumerate(order)}
+    return [ups[c] for c in clients]
 
 
 def batched_updates(cfg: RunConfig, r: int, model: nn.Module, data: FederatedData,
                     tasks_of: list[int], reporting: list[int], received: dict[int, Params],
                     names, forward_context: Callable[[], ContextManager]
                     ) -> dict[int, ClientUpdate]:
-    """The updates of round r's reporting clients that train in vmapped groups (every group of
-    at least two clients of one task with the same steps per epoch). Clients missing from the
-    result are for `local_train`. Empty unless `run.client_batching`."""
+    """The updates of round r's reporting clients that train batched: every task with at least
+    two of them. Clients missing from the result are for `local_train`. Empty unless
+    `run.client_batching`."""
     if not cfg.run.client_batching:
         return {}
     model.train()
@@ -168,15 +199,11 @@ def batched_updates(cfg: RunConfig, r: int, model: nn.Module, data: FederatedDat
         by_task.setdefault(tasks_of[c], []).append(c)
     out: dict[int, ClientUpdate] = {}
     for t, clients in sorted(by_task.items()):
-        trainable, buffers = names[t]
-        if why_sequential(model, buffers, cfg.client) is not None:
+        if len(clients) < 2 or why_sequential(model, names[t][1], cfg.client) is not None:
             continue
-        sizes = [len(data.tasks[t].shards[c]) for c in clients]
-        for group in client_groups(clients, sizes, cfg.client.batch_size):
-            if len(group) < 2:
-                continue
-            gens = [generator(cfg.seed, "batches", r, c) for c in group]
-            ups = train_group(model, data, t, group, [received[c] for c in group], trainable,
-                              cfg.client, cfg.model, gens, forward_context)
-            out.update((up.client, up) for up in ups)
+        trainable = names[t][0]
+        gens = [generator(cfg.seed, "batches", r, c) for c in clients]
+        ups = train_group(model, data, t, clients, [received[c] for c in clients], trainable,
+                          cfg.client, cfg.model, gens, forward_context)
+        out.update((up.client, up) for up in ups)
     return out
