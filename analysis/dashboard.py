@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +33,7 @@ from analysis import drift_figures  # noqa: E402
 from analysis.seed_stats import per_trial_round, seed_summary  # noqa: E402
 from analysis.study_tables import (MissingStudy, SchemaError, Study, fmt_value,  # noqa: E402
                                    load_study, varying_settings)
+from fcl.atomic_file import write_text_atomic  # noqa: E402
 
 EXIT_USAGE = 2
 SHORT = {"server.optimizer": "", "server.lr": "η", "client.lr": "client lr",
@@ -255,17 +254,6 @@ def render_page(views: list[View], results: Path) -> str:
                        options="".join(options), views="\n".join(blocks), specs=spec_json)
 
 
-def write_atomic(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".html")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)       # mkstemp makes 0600; the page is for everyone
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", type=Path, default=Path("results"),
@@ -286,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         except MissingStudy as missing:
             print(f"skip {missing}", file=sys.stderr)
-    write_atomic(render_page(views, args.results), args.out)
+    write_text_atomic(render_page(views, args.results), args.out)
     print(f"{args.out}: {len(views)} views, {sum(len(v.charts) for v in views)} charts "
           f"from {len(names)} studies", file=sys.stderr)
     return 0

@@ -3,8 +3,6 @@ to a temp name in the same folder and renamed, so a reader never sees half a fil
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,9 +12,7 @@ matplotlib.use("Agg")               # files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+from fcl.atomic_file import atomic_path  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -29,16 +25,8 @@ class Produced:
 
 
 def _atomic(path: Path, write) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)     # mkstemp makes 0600; a figure is for everyone
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
     return path
 
 

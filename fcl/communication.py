@@ -37,7 +37,7 @@ def _data_shape(cfg: RunConfig) -> tuple[int, int]:
     if cfg.data.name in DATA_SHAPES:
         return DATA_SHAPES[cfg.data.name]
     from fcl.data.datasets import load_dataset
-    ds = load_dataset(cfg.data.name, cfg.data.root)
+    ds = load_dataset(cfg.data.name, cfg.data.root, cfg.data)   # e.g. decathlon: data.domains
     return ds.image_shape[0], ds.num_classes
 
 

@@ -122,7 +122,7 @@ class ModelConfig:
             for key, want in (("backbone", "resnet18"), ("stem", "imagenet"), ("norm", "batch")):
                 if getattr(self, key) != want:
                     raise ConfigError(f"model.{key}", getattr(self, key), "model.pretrained="
-                                      f"imagenet needs torchvision's ResNet-18", want)
+                                      "imagenet needs torchvision's ResNet-18", want)
 
 
 @dataclass(frozen=True)

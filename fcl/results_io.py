@@ -9,26 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import pandas as pd
 
+from fcl.atomic_file import atomic_path
 from fcl.engine import RunResult
 
 SCHEMA_VERSION = 1
 
 
 def write_parquet_atomic(df: pd.DataFrame, path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".parquet")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def result_frames(result: RunResult) -> dict[str, pd.DataFrame]:

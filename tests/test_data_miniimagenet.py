@@ -1,5 +1,4 @@
 """MiniImageNet from a tiny Ravi & Larochelle CSV + JPEG folder, through the real loader."""
-import numpy as np
 import pytest
 import torch
 
@@ -7,7 +6,7 @@ from fcl.config import DataConfig
 from fcl.data import miniimagenet
 from fcl.data.datasets import DataError, load_dataset
 from fcl.data.federated import build_federated_data
-from real_formats import colour, write_miniimagenet
+from real_formats import write_miniimagenet
 
 WNIDS = ["n03000134", "n01532829", "n02110063", "n04596742"]   # CSV order is not sorted order
 

@@ -1,7 +1,6 @@
 """End-to-end properties of one run on the smoke preset."""
 import math
 
-import pytest
 import torch
 
 from fcl.engine import run

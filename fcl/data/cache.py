@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
 import torch
 
+from fcl.atomic_file import atomic_path
 from fcl.data.datasets import ImageDataset
 
 FORMAT = "fcl-cache/1"
@@ -81,19 +81,8 @@ def read_cache(path: Path) -> ImageDataset | None:
 
 
 def write_atomic(blob: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(blob, f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_path(path) as tmp:
+        torch.save(blob, tmp)
 
 
 def remove_stale(path: Path) -> None:

@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import os
-import tempfile
 
 import numpy as np
 
+from fcl.atomic_file import write_bytes_atomic
 from fcl.data.idx import read_idx_pair
 
 TRAIN_PER_CLASS = 600
@@ -53,11 +52,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(BUNDLED_PATH))
     args = ap.parse_args()
     blob = build(args.source)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.out)))
-    with os.fdopen(fd, "wb") as f:
-        f.write(blob)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, args.out)
+    write_bytes_atomic(blob, args.out)
     print(f"wrote {args.out} ({len(blob)} bytes) sha256={hashlib.sha256(blob).hexdigest()}")
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from fcl.atomic_file import atomic_path
 from fcl.config import ConfigError, ModelConfig
 
 CHECKPOINT_FORMAT = "fcl-backbone/1"
@@ -64,15 +64,8 @@ def save_checkpoint(path: str | Path, backbone: nn.Module, arch: dict, meta: dic
     path.parent.mkdir(parents=True, exist_ok=True)
     blob = {"format": CHECKPOINT_FORMAT, "architecture": arch, "meta": meta,
             "state_dict": {k: v.detach().cpu().clone() for k, v in backbone.state_dict().items()}}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pt")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(blob, f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        torch.save(blob, tmp)
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from fcl.config import RunConfig, field_types
-from fcl.results_io import SCHEMA_VERSION, trial_rounds_frame, trial_row, write_parquet_atomic
+from fcl.results_io import trial_rounds_frame, trial_row, write_parquet_atomic
 from fcl.tune.space import resolve
 from fcl.tune.trainable import load_result, versions
 

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 import pyarrow.fs
 import torch
