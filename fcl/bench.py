@@ -40,11 +40,23 @@ MODES: dict[str, dict] = {
     "fp32": {"run.precision": "fp32", "run.channels_last": False, "run.client_batching": False},
     "fp32+batch": {"run.precision": "fp32", "run.channels_last": False,
                    "run.client_batching": True},
+    "fp32+cl": {"run.precision": "fp32", "run.channels_last": True, "run.client_batching": False},
+    "fp32+cl+batch": {"run.precision": "fp32", "run.channels_last": True,
+                      "run.client_batching": True},
     "bf16": {"run.precision": "bf16", "run.channels_last": False, "run.client_batching": False},
     "bf16+cl": {"run.precision": "bf16", "run.channels_last": True, "run.client_batching": False},
     "bf16+cl+batch": {"run.precision": "bf16", "run.channels_last": True,
                       "run.client_batching": True},
 }
+
+
+def default_modes(device: str) -> tuple[list[str], list[str]]:
+    """(modes to bench, modes skipped): every mode, except bf16 on a CPU without native
+    bfloat16 kernels, where it falls back to reference convolutions (see fcl/compute_mode.py)."""
+    from fcl.compute_mode import native_cpu_bf16
+    slow = resolve_device(device).type == "cpu" and not native_cpu_bf16()
+    skipped = [m for m in MODES if slow and MODES[m]["run.precision"] == "bf16"]
+    return [m for m in MODES if m not in skipped], skipped
 
 
 @dataclass(frozen=True)
@@ -171,14 +183,17 @@ def target_lines(rows: list[Row]) -> list[str]:
     full, lora, nt = "fedavg-full-resnet8", "flocora-lora-resnet8", "nettailor-local"
     if (full, "fp32") in get:
         check("fp32 full-model FedAvg run / bare loop", get[full, "fp32"].ratio, 0.95)
-        for m in ("bf16+cl", "bf16+cl+batch"):
+        for m in MODES:       # frozen conv weights (LoRA) x each compute mode
             if (lora, m) in get:
                 check(f"LoRA ResNet-8 {m} / fp32 full-model run",
                       get[lora, m].run_sps / get[full, "fp32"].run_sps, 2.0)
-    if (nt, "fp32") in get and (nt, "bf16+cl") in get:
-        check("NetTailor local bf16+cl / fp32", get[nt, "bf16+cl"].run_sps /
-              get[nt, "fp32"].run_sps, 1.8)
-    for seq, bat in (("fp32", "fp32+batch"), ("bf16+cl", "bf16+cl+batch")):
+    if (nt, "fp32") in get:
+        for m in MODES:
+            if m != "fp32" and (nt, m) in get:
+                check(f"NetTailor local {m} / fp32", get[nt, m].run_sps /
+                      get[nt, "fp32"].run_sps, 1.8)
+    for seq in MODES:
+        bat = f"{seq}+batch"
         if (lora, seq) in get and (lora, bat) in get:
             check(f"LoRA ResNet-8 batched / sequential ({seq})",
                   get[lora, bat].run_sps / get[lora, seq].run_sps, 1.2)

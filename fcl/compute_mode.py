@@ -12,7 +12,8 @@
 
 Whether either is faster depends on the hardware: bf16 needs native bfloat16 kernels (a CPU
 with AVX512-BF16 or AMX, or a GPU); on an AVX2-only CPU it is several times slower than fp32,
-and a warning says so when a run starts. See README, Benchmark.
+and a warning says so when a run starts. `auto` picks bf16 only where it is native. See README,
+Benchmark.
 """
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ def native_cpu_bf16() -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """`run.precision` as run on `device`: `auto` is bf16 where the device has native bfloat16
+    kernels (a CUDA GPU that supports it, a CPU with AVX512-BF16 or AMX), else fp32."""
+    if precision != "auto":
+        return precision
+    if device.type == "cuda":
+        native = torch.cuda.is_bf16_supported()
+    else:
+        native = device.type == "cpu" and native_cpu_bf16()
+    return "bf16" if native else "fp32"
+
+
 @dataclass(frozen=True)
 class ComputeMode:
     device: torch.device
@@ -44,12 +57,16 @@ class ComputeMode:
 
     @classmethod
     def from_config(cls, cfg: RuntimeConfig, device: torch.device) -> "ComputeMode":
-        dtype = AUTOCAST_DTYPES[cfg.precision]
+        dtype = AUTOCAST_DTYPES[resolve_precision(cfg.precision, device)]
         if dtype is torch.bfloat16 and device.type == "cpu" and not native_cpu_bf16():
             warnings.warn("run.precision=bf16: this CPU has no native bfloat16 kernels (oneDNN "
                           "reports none, e.g. AVX2 only); bf16 runs several times slower than "
                           "fp32 here", RuntimeWarning, stacklevel=2)
         return cls(device, dtype, cfg.channels_last)
+
+    @property
+    def precision(self) -> str:
+        return next(k for k, v in AUTOCAST_DTYPES.items() if v == self.autocast_dtype)
 
     @property
     def memory_format(self) -> torch.memory_format:

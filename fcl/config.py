@@ -189,9 +189,10 @@ class RuntimeConfig:
     device: str = opt("auto", "compute device (auto: cuda when available)",
                       choices=("auto", "cpu", "cuda"))
     threads: int = opt(0, "torch CPU threads (0 = leave torch's default)", **NON_NEGATIVE)
-    precision: str = opt("fp32", "forward passes of local training and evaluation: fp32, or "
+    precision: str = opt("fp32", "forward passes of local training and evaluation: fp32, "
                                  "bf16 autocast (weights, gradients, server state and messages "
-                                 "stay float32)", choices=("fp32", "bf16"))
+                                 "stay float32), or auto = bf16 where the device has native "
+                                 "bfloat16 kernels, else fp32", choices=("fp32", "bf16", "auto"))
     channels_last: bool = opt(False, "images and 4-D weights in channels_last memory format "
                                      "(faster convolutions, same values)")
     client_batching: bool = opt(False, "clients of the same task in the same round train together "

@@ -163,7 +163,7 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
         "samples_per_s": state.samples / wall if wall > 0 else math.nan,
         "drift_mean": _mean([rec["drift"] for rec in state.records]),
         "trainable_params_per_task": sum(t.numel() for t in state.tasks[0].params.values()),
-        "device": str(device),
+        "device": str(device), "precision": compute.precision,    # run.precision=auto resolved
     }
     return RunResult(cfg, list(state.records), list(state.task_records), A, summary)
 

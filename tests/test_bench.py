@@ -31,6 +31,8 @@ def test_targets_are_checked_on_the_rows_present():
     lines = target_lines(rows)
     assert lines == [
         "target fp32 full-model FedAvg run / bare loop: 0.90 (goal >= 0.95) MISSED",
+        "target LoRA ResNet-8 fp32 / fp32 full-model run: 0.56 (goal >= 2.0) MISSED",
+        "target LoRA ResNet-8 fp32+batch / fp32 full-model run: 0.72 (goal >= 2.0) MISSED",
         "target LoRA ResNet-8 bf16+cl / fp32 full-model run: 2.22 (goal >= 2.0) met",
         "target LoRA ResNet-8 batched / sequential (fp32): 1.30 (goal >= 1.2) met",
     ]
@@ -39,3 +41,14 @@ def test_targets_are_checked_on_the_rows_present():
 def test_bad_rounds_is_one_line_and_exit_2(capsys):
     assert main(["bench", "--rounds", "-1"]) == 2
     assert capsys.readouterr().err.strip() == "error: --rounds=-1: out of range; allowed: >= 0"
+
+
+@pytest.mark.parametrize("native, skipped", [(True, []),
+                                             (False, ["bf16", "bf16+cl", "bf16+cl+batch"])])
+def test_default_modes_skip_bf16_only_on_a_cpu_without_native_kernels(monkeypatch, native,
+                                                                     skipped):
+    import fcl.compute_mode
+    from fcl.bench import MODES, default_modes
+    monkeypatch.setattr(fcl.compute_mode, "native_cpu_bf16", lambda: native)
+    modes, skip = default_modes("cpu")
+    assert skip == skipped and modes == [m for m in MODES if m not in skip]

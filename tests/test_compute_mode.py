@@ -75,4 +75,22 @@ def test_channels_last_changes_the_layout_not_the_numbers():
 def test_bad_precision_is_one_line_and_exit_2(capsys):
     assert main(["run", "--preset", "smoke", "--set", "run.precision=fp16"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: run.precision=fp16: unknown value; allowed: fp32, bf16"]
+    assert err == ["error: run.precision=fp16: unknown value; allowed: fp32, bf16, auto"]
+
+
+@pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])
+def test_auto_precision_is_bf16_only_where_the_cpu_has_native_kernels(monkeypatch, native,
+                                                                     expected):
+    import fcl.compute_mode
+    from fcl.compute_mode import resolve_precision
+    monkeypatch.setattr(fcl.compute_mode, "native_cpu_bf16", lambda: native)
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) == expected
+    assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
+    assert ComputeMode.from_config(RuntimeConfig(precision="auto"), cpu).precision == expected
+
+
+def test_the_run_summary_says_which_precision_ran():
+    res, _ = run_with(synthetic_data([20, 20, 20]), precision="auto")
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    assert res.summary["precision"] == ("bf16" if native else "fp32")

@@ -31,7 +31,7 @@ SUMMARY_TYPES = {"acc": "float64", "bwt_f": "float64", "bwt_f_literal": "float64
                  "tcc_bytes": "Int64", "full_fedavg_bytes": "Int64",
                  "compression_ratio": "float64", "wall_s": "float64", "samples_per_s": "float64",
                  "drift_mean": "float64", "trainable_params_per_task": "Int64",
-                 "device": "string",
+                 "device": "string", "precision": "string",
                  # how far the trial got: R - 1 when finished; where ASHA stopped it, and the
                  # acc it was compared on (mean accuracy at the latest evaluated round)
                  "round_reached": "Int64", "acc_reached": "float64"}
