@@ -215,16 +215,16 @@ def bench_table(workloads: dict[str, tuple[str, dict]], modes: list[str], rounds
     return rows
 
 
-def profile_steps(cfg: RunConfig, data, steps: int = 3, top: int = 8) -> str:
-    """torch.profiler's top ops (self CPU time) of `steps` minibatch steps of the bare loop in
-    the config's compute mode: the evidence for where a mode's time goes."""
+def profile_run(cfg: RunConfig, data, top: int = 10) -> str:
+    """torch.profiler's top ops (self time) of a whole run in the config's compute mode, batched
+    clients included (what the table measures): the evidence for where a mode's time goes."""
     from torch.profiler import ProfilerActivity, profile
-    bare_loop(cfg, data, cfg.client.batch_size)                   # warm-up
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() and
-                                     resolve_device(cfg.run.device).type == "cuda" else [])
+    bare_loop(cfg, data, 2 * cfg.client.batch_size)               # warm-up
+    cuda = torch.cuda.is_available() and resolve_device(cfg.run.device).type == "cuda"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=acts) as prof:
-        bare_loop(cfg, data, steps * cfg.client.batch_size)
-    key = "self_cuda_time_total" if len(acts) > 1 else "self_cpu_time_total"
+        run(cfg, data=data)
+    key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
     return prof.key_averages().table(sort_by=key, row_limit=top, max_name_column_width=40)
 
 

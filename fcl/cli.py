@@ -114,8 +114,8 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
                    help="run.device of every workload (cuda: the table on a GPU)")
     p.add_argument("--repeats", type=int, default=1, help="runs of each side (best is kept)")
     p.add_argument("--profile", action="store_true",
-                   help="instead of the table: torch.profiler's top ops of 3 training steps "
-                        "per workload and mode")
+                   help="instead of the table: torch.profiler's top ops of a run per "
+                        "workload and mode (--rounds, default: T rounds)")
 
 
 @command("bench", "samples/s of whole runs vs a bare loop doing the same work: workloads x "
@@ -146,15 +146,15 @@ def main_bench(args) -> int:
                   "where bf16 runs ~10x slower than fp32 (--modes bf16 ... to measure anyway)",
                   flush=True)
     if args.profile:
-        from fcl.bench import MODES, profile_steps, workload_config
+        from fcl.bench import MODES, profile_run, workload_config
         from fcl.config import with_overrides
         from fcl.engine import prepare_data
         for name, spec in workloads.items():
-            cfg = workload_config(spec, args.rounds, overrides)
+            cfg = workload_config(spec, args.rounds or 1, overrides)   # default: T rounds
             data = prepare_data(cfg)
             for mode in args.modes:
-                print(f"\n## {name} / {mode}\n" +
-                      profile_steps(with_overrides(cfg, MODES[mode]), data), flush=True)
+                print(f"\n## {name} / {mode}, {cfg.rounds} rounds\n" +
+                      profile_run(with_overrides(cfg, MODES[mode]), data), flush=True)
         return 0
     rows = bench_table(workloads, args.modes, args.rounds, overrides, args.repeats,
                        out=sys.stderr)

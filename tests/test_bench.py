@@ -52,3 +52,14 @@ def test_default_modes_skip_bf16_only_on_a_cpu_without_native_kernels(monkeypatc
     monkeypatch.setattr(fcl.compute_mode, "native_cpu_bf16", lambda: native)
     modes, skip = default_modes("cpu")
     assert skip == skipped and modes == [m for m in MODES if m not in skip]
+
+
+def test_profile_covers_the_run_batched_clients_included():
+    from fcl.bench import MODES, profile_run, workload_config
+    from fcl.config import with_overrides
+    from fcl.engine import prepare_data
+    cfg = workload_config(("smoke", {"data.num_tasks": 1, "schedule.order": "sync",
+                                     "data.train_per_class": 4, "data.test_per_class": 2,
+                                     "model.width": 8}), rounds=1)
+    table = profile_run(with_overrides(cfg, MODES["fp32+batch"]), prepare_data(cfg))
+    assert "aten::convolution_backward" in table and "Self CPU time total" in table
