@@ -59,9 +59,11 @@ PRESETS: dict[str, dict] = {
         "data.train_per_class": 200, "data.test_per_class": 50,
         "client.local_epochs": 2, "eval.every": 1,
     },
+    # run.precision=auto: bf16 where the device has native kernels (a GPU, an AMX CPU), fp32
+    # elsewhere; bf16 passed the accuracy check on this preset (README, Benchmark)
     "local": {
         "rounds": 50, "data.num_tasks": 5, "data.num_clients": 5,
-        "client.local_epochs": 2, "eval.every": 5,
+        "client.local_epochs": 2, "eval.every": 5, "run.precision": "auto",
     },
     # Table 2 as printed: its data set is CIFAR-100, split into 10 tasks of 10 classes.
     "paper": {**TABLE2, "data.name": "cifar100", "model.input_size": 72},

@@ -47,3 +47,10 @@ def test_config_is_frozen_and_picklable():
     with pytest.raises(Exception):
         cfg.rounds = 3
     assert pickle.loads(pickle.dumps(cfg)) == cfg
+
+
+def test_only_presets_whose_accuracy_check_passed_default_to_bf16_where_native():
+    # README, Benchmark: bf16 held within 1 point on `local`; `flocora-local` stays fp32
+    assert preset("local").run.precision == "auto"
+    assert preset("flocora-local").run.precision == "fp32"
+    assert preset("smoke").run.precision == "fp32"
