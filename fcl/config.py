@@ -194,7 +194,8 @@ class RuntimeConfig:
                                  "stay float32), or auto = bf16 where the device has native "
                                  "bfloat16 kernels, else fp32", choices=("fp32", "bf16", "auto"))
     channels_last: bool = opt(False, "images and 4-D weights in channels_last memory format "
-                                     "(faster convolutions, same values)")
+                                     "(same values; faster convolutions on GPUs, slower on an "
+                                     "AVX2 CPU: README, Benchmark)")
     client_batching: bool = opt(False, "clients of the same task in the same round train together "
                                        "in one vmapped step (torch.func); falls back to one by "
                                        "one where it cannot (fcl/federated/batched_clients.py)")
