@@ -52,15 +52,15 @@ PRESETS: dict[str, dict] = {
     "flocora-local": {
         **FLOCORA, "rounds": 20, "data.num_clients": 10, "participation.fraction": 0.5,
         "data.train_per_class": 60, "data.test_per_class": 50, "model.backbone": "resnet_tiny",
-        "model.width": 32, "client.local_epochs": 2, "eval.every": 5,
+        "model.width": 32, "client.local_epochs": 2, "eval.every": 5, "run.precision": "auto",
     },
     "smoke": {
         "rounds": 10, "data.num_tasks": 5, "data.num_clients": 3,
         "data.train_per_class": 200, "data.test_per_class": 50,
         "client.local_epochs": 2, "eval.every": 1,
     },
-    # run.precision=auto: bf16 where the device has native kernels (a GPU, an AMX CPU), fp32
-    # elsewhere; bf16 passed the accuracy check on this preset (README, Benchmark)
+    # run.precision=auto here and in flocora-local: bf16 where the device has native kernels (a
+    # GPU, an AMX CPU), fp32 elsewhere; bf16 passed the accuracy check (README, Benchmark)
     "local": {
         "rounds": 50, "data.num_tasks": 5, "data.num_clients": 5,
         "client.local_epochs": 2, "eval.every": 5, "run.precision": "auto",
