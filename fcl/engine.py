@@ -148,7 +148,8 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
         load_state_(model.tasks[t], {**ts.params, **ts.buffers})
 
     for r in range(state.next_round, R):
-        state, record = run_round(cfg, r, model, data, schedule, names, state, due)
+        state, record = run_round(cfg, r, model, data, schedule, names, state, due,
+                                  compute.forward_context)
         if on_round is not None:
             on_round(record, state)
 
@@ -169,7 +170,10 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
 
 
 def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torch.Tensor,
-              names, state: RunState, due: set[int]) -> tuple[RunState, dict]:
+              names, state: RunState, due: set[int],
+              forward: Callable = contextlib.nullcontext) -> tuple[RunState, dict]:
+    """`forward`: the context of every forward pass (`ComputeMode.forward_context`, made
+    once per run)."""
     t_start = time.perf_counter()
     Q = cfg.rounds_per_phase
     part = participation(r, data.num_clients, cfg.participation, cfg.seed)
@@ -201,7 +205,6 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
                 controls[t], control_nbytes[t] = decode(msg), msg.nbytes
             bytes_down += control_nbytes[t]
 
-    forward = ComputeMode.from_config(cfg.run, data.mean.device).forward_context
     # run.client_batching: clients of one task train together; the others one by one below
     batched = batched_updates(cfg, r, model, data, tasks_of, part.reporting, received, names,
                               forward)
