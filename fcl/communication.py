@@ -17,6 +17,7 @@ from torch import nn
 
 from fcl.config import RunConfig
 from fcl.federated.compression import FLOAT_BYTES, encoder
+from fcl.federated.participation import num_sampled
 
 BITS = (32, 8, 4, 2)
 # data.name -> (input channels, classes)
@@ -57,18 +58,20 @@ def params_report(cfg: RunConfig) -> dict:
     by_part: dict[str, int] = defaultdict(int)
     for n, t in params.items():
         by_part[n.split(".")[0]] += t.numel()
-    delta = {n: torch.zeros_like(t) for n, t in params.items()}
+    # the uplink's tensors: trained values (payload=values) or a delta of the same shapes
+    sent = params if cfg.compression.payload == "values" else \
+        {n: torch.zeros_like(t) for n, t in params.items()}
     full = full_model_nbytes(model.backbone, classes[0])
     messages = []
     for bits in BITS:
         down = encoder(bits)({**params, **bufs})
-        up = encoder(bits)({**delta, **bufs})
+        up = encoder(bits)({**sent, **bufs})
         messages.append({
             "bits": bits, "bytes_down": down.nbytes, "bytes_up": up.nbytes,
             "quantized_values": sum(q.shape.numel() for q in down.quantized.values()),
             "float32_values": sum(t.numel() for t in down.tensors.values()),
             "ratio_vs_full": 2 * full / (down.nbytes + up.nbytes)})
-    sampled = max(1, round(cfg.participation.fraction * cfg.data.num_clients))
+    sampled = num_sampled(cfg.participation.fraction, cfg.data.num_clients)
     mine = next(m for m in messages if m["bits"] == cfg.compression.bits)
     return {
         "backbone": cfg.model.backbone, "adapter": cfg.model.adapter, "norm": cfg.model.norm,
@@ -103,19 +106,21 @@ def describe_adapter(cfg: RunConfig) -> str:
 def format_report(rep: dict, cfg: RunConfig) -> str:
     parts = ", ".join(f"{k} {v:,}" for k, v in rep["trainable_by_part"].items())
     lines = [
+        f"full model  {rep['full_model_bytes'] // FLOAT_BYTES:,} values (backbone + FC head + "
+        f"norm statistics: FedAvg's message) = {rep['full_model_bytes']:,} B in float32",
         f"model       {rep['backbone']} ({rep['norm']} norm) + {describe_adapter(cfg)}",
         f"data        {rep['data']}: {rep['in_channels']} input channels, classes per task "
         f"{rep['classes_per_task']}",
-        f"parameters  total {rep['total_params']:,} (frozen backbone {rep['backbone_params']:,}"
-        f" + {len(rep['classes_per_task'])} task module(s))",
         f"task 0      trainable {rep['trainable_params']:,} ({parts}); communicated per message "
         f"{rep['trainable_params'] + rep['buffer_values']:,} values "
         f"({rep['buffer_values']:,} of them norm statistics)",
-        f"full model  FedAvg message {rep['full_model_bytes'] // FLOAT_BYTES:,} values = "
-        f"{rep['full_model_bytes']:,} B (float32)",
+        f"in memory   {rep['total_params']:,} parameters (frozen backbone "
+        f"{rep['backbone_params']:,}, its norms unused where tasks train their own, + "
+        f"{len(rep['classes_per_task'])} task module(s))",
         "",
-        "bytes per message, each link (down: the task's server state; up: the client's delta "
-        "+ norm statistics)",
+        f"bytes per message, each link (down: the task's server state; up: the client's "
+        f"{'trained values' if cfg.compression.payload == 'values' else 'delta'} + norm "
+        "statistics)",
         f"{'bits':>5} {'quantized values':>17} {'float32 values':>15} {'down B':>12} "
         f"{'up B':>12} {'vs full':>8}",
     ]

@@ -47,10 +47,11 @@ class DataConfig:
                          **POSITIVE)
     num_clients: int = opt(5, "N: clients; each task's training set is partitioned over them",
                            **POSITIVE)
-    partition: str = opt("iid", "how a task's training set is split over clients",
-                         choices=("iid", "dirichlet"))
-    alpha: float = opt(0.5, "Dirichlet concentration per class over clients (partition=dirichlet)",
-                       **POSITIVE)
+    partition: str = opt("iid", "how a task's training set is split over clients: iid; "
+                                "dirichlet = per class over clients (Hsu et al., the FCL paper); "
+                                "lda = per client over classes, equal shard sizes (Flower's "
+                                "recipe, FLoCoRA's code)", choices=("iid", "dirichlet", "lda"))
+    alpha: float = opt(0.5, "Dirichlet concentration (partition=dirichlet or lda)", **POSITIVE)
     min_client_samples: int = opt(2, "Dirichlet guard: resample until every client holds at "
                                      "least this many samples of every task", **NON_NEGATIVE)
     train_per_class: int = opt(0, "keep at most this many training images per class (0 = all)",
@@ -87,6 +88,8 @@ class ModelConfig:
                      **POSITIVE)
     norm: str = opt("group", "normalisation in backbone and proxies (batch: backbone in eval mode)",
                     choices=("group", "batch"))
+    norm_groups: int = opt(2, "norm=group only: groups of every GroupNorm (FLoCoRA / Hsieh et al.: "
+                              "2); must divide every layer's channels", **POSITIVE)
     stem: str = opt("cifar", "backbone stem: cifar = 3x3 conv stride 1; imagenet = torchvision's "
                              "7x7 conv stride 2 + max-pool (needed for ImageNet weights)",
                     choices=("cifar", "imagenet"))
@@ -104,6 +107,11 @@ class ModelConfig:
                                     "(FedAvg baseline)", choices=("nettailor", "lora", "full"))
     proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
                            **NON_NEGATIVE)
+    node_relu: str = opt("after_sum", "nettailor only: where a node's ReLU sits. after_sum = "
+                                      "ReLU(a0 G(x) + sum_j a_j P_j(x_j)), NetTailor's node; "
+                                      "in_block = a0 ReLU(G(x)) + sum_j a_j P_j(x_j), the FCL "
+                                      "paper's Eq. 4 read literally",
+                         choices=("after_sum", "in_block"))
     gate_init: float = opt(2.0, "gate logits start at +g for the main path and -g for proxies",
                            **NON_NEGATIVE)
     complexity_penalty: float = opt(0.0, "NetTailor's complexity loss weight (0 = off): "
@@ -175,6 +183,11 @@ class CompressionConfig:
     bits: int = opt(32, "bits per value of every message, both links (32: float32 as is; "
                         "8/4/2: affine per output channel, 1-D tensors in float32)",
                     choices=(32, 8, 4, 2))
+    payload: str = opt("values", "what a client's uplink carries: values = its trained tensors "
+                                 "(FLoCoRA: the server averages the dequantized values); delta "
+                                 "= trained minus received (quantization error relative to the "
+                                 "update, not the weights); the same at bits=32",
+                       choices=("values", "delta"))
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,16 @@
 
 Each round r: the participation sample receives the server state of its task (the schedule
 says which task each client trains); reporting clients train K local epochs and send their
-delta; per task with reports, the server forms the pseudo-gradient and applies its FedOpt step
-(tasks with no report keep their state). Metrics are recorded every round; all tasks are
+message; per task with reports, the server forms the pseudo-gradient and applies its FedOpt step
+(tasks with no report keep their state).
+
+`compression.payload` says what a client sends. `values` (default; FLoCoRA): its trained
+tensors, through the codec; the server's delta of client i is decode(message_i) minus the
+server state, so FedAvg (fedsgd, lr 1, mean) makes the new state the mean of the dequantized
+values, and the evaluated model is the dequantized broadcast, what clients start from.
+`delta`: trained minus received goes through the codec and the float32 server state never
+carries a quantization error (the error is relative to the update, not to the weights).
+Both are the same at compression.bits=32. Metrics are recorded every round; all tasks are
 evaluated at the rounds `fcl.metrics.eval_rounds` lists. Nothing here imports Ray.
 
 The run is a pure function of its config: every random stream is derived from (seed, purpose,
@@ -38,6 +46,7 @@ from fcl.federated.participation import participation
 from fcl.federated.task_schedule import task_schedule
 from fcl.metrics import acc, bwt_f, bwt_f_literal, eval_rounds
 from fcl.models.factory import build_model
+from fcl.models.pretrained import input_stats
 from fcl.models.task_state import Params, buffer_names, read_state, trainable_names, load_state_
 from fcl.seeding import generator
 
@@ -132,7 +141,9 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
         torch.set_num_threads(cfg.run.threads)
     compute = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device))
     device = compute.device
-    data = compute.data(data if data is not None else prepare_data(cfg))   # images on the device
+    data = data if data is not None else prepare_data(cfg)
+    # an ImageNet backbone gets ImageNet-normalised inputs; images go to the device
+    data = compute.data(data.with_stats(input_stats(cfg.model, data.image_shape[0])))
     if model is None:
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
     model = compute.model(model)
@@ -145,7 +156,7 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
                     client_control={k: _params_to(v, device)
                                     for k, v in state.client_control.items()})
     for t, ts in enumerate(state.tasks):       # the model always mirrors the server between rounds
-        load_state_(model.tasks[t], {**ts.params, **ts.buffers})
+        load_state_(model.tasks[t], served(cfg, {**ts.params, **ts.buffers}))
 
     for r in range(state.next_round, R):
         state, record = run_round(cfg, r, model, data, schedule, names, state, due,
@@ -179,6 +190,7 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
     part = participation(r, data.num_clients, cfg.participation, cfg.seed)
     tasks_of = schedule[r].tolist()
     encode = encoder(cfg.compression.bits)
+    values = cfg.compression.payload == "values"
     # full-model FedAvg baseline: same messages, each the whole model of its task in float32
     full_nbytes = [full_model_nbytes(model.backbone, n) for n in data.classes_per_task()]
     bytes_down = bytes_up = samples = full_bytes = 0
@@ -229,12 +241,16 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
             change = decode(msg)
             client_control[(c, t)] = {n: own[n] + change[n] for n in change}
             control_changes.setdefault(t, []).append(change)
-        delta = subtract({n: up.end[n] for n in trainable}, {n: received[c][n] for n in trainable})
-        msg = encode({**delta, **{n: up.end[n] for n in buffers}})
+        trained = {n: up.end[n] for n in trainable}
+        sent = trained if values else subtract(trained, {n: received[c][n] for n in trainable})
+        msg = encode({**sent, **{n: up.end[n] for n in buffers}})
         bytes_up += msg.nbytes
         full_bytes += full_nbytes[t]
         samples += up.num_samples * cfg.client.local_epochs
-        updates.setdefault(t, []).append((decode(msg), up.num_samples))
+        got = decode(msg)
+        if values:             # the server's delta: the dequantized values minus its own state
+            got = {**got, **subtract({n: got[n] for n in trainable}, state.tasks[t].params)}
+        updates.setdefault(t, []).append((got, up.num_samples))
         drift_sum = drift_sum + up.drift.double() / cfg.client.local_epochs
         losses.append(up.loss)
 
@@ -253,9 +269,9 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
         control = (server_control(old.control, control_changes[t], data.num_clients)
                    if t in control_changes else old.control)
         new_tasks[t] = TaskServerState(params, bufs, opt, control)
-        load_state_(model.tasks[t], {**params, **bufs})
+        load_state_(model.tasks[t], served(cfg, {**params, **bufs}))
         first_update[t] = min(first_update[t], r)
-        head = [n for n in trainable if n.startswith("head.")]
+        head = head_weights(trainable)
         task_rows[t] = {"reports": len(reports),
                         "cos_head": cosine_distance(params, old.params, head),
                         "cos_module": cosine_distance(params, old.params)}
@@ -296,6 +312,19 @@ def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torc
                          state.samples + samples, state.full_bytes + full_bytes,
                          client_control)
     return new_state, record
+
+
+def served(cfg: RunConfig, state: Params) -> Params:
+    """The model clients receive and evaluation sees: with payload=values, the broadcast as
+    decoded (quantized at bits < 32); with payload=delta, the float32 server state."""
+    if cfg.compression.payload == "delta" or cfg.compression.bits == 32:
+        return state
+    return decode(encoder(cfg.compression.bits)(state))
+
+
+def head_weights(trainable: list[str]) -> list[str]:
+    """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""
+    return [n for n in trainable if n.startswith("head.") and not n.endswith("bias")]
 
 
 def _params_to(p: Params, device: torch.device) -> Params:

@@ -30,18 +30,21 @@ TABLE2 = {
     "schedule.order": "async", "eval.every": 1,
 }
 
-# FLoCoRA (its Section IV): a plain FL run is T = 1. ResNet-8 with GroupNorm, LoRA r = 32,
-# alpha = 512 on every conv, norms and FC trained; 100 clients, 10% sampled, 100 rounds, batch
-# 32, SGD lr 0.01 momentum 0.9, 5 local epochs, Dirichlet 0.5, FedAvg (FedSGD with server lr 1
-# on the sample-weighted mean delta). `model.adapter=full` is its FedAvg baseline,
+# FLoCoRA (its Section IV): a plain FL run is T = 1. ResNet-8 with GroupNorm(2, C), LoRA
+# r = 32, alpha = 512 on every conv, norms and FC trained; 100 clients, 10% sampled, 100 rounds,
+# batch 32, SGD lr 0.01 momentum 0.9, 5 local epochs, Flower's latent-Dirichlet partition with
+# alpha 0.5 (equal shards, 500 CIFAR-10 images each), FedAvg (FedSGD with server lr 1 on the
+# sample-weighted mean: the new state is the mean of the clients' dequantized values, as
+# `compression.payload=values` sends them). `model.adapter=full` is its FedAvg baseline,
 # `compression.bits=8|4|2` its quantized rows. Its CIFAR-10 is torchvision's (data.root=DIR).
 FLOCORA = {
-    "rounds": 100, "data.num_tasks": 1, "data.num_clients": 100, "data.partition": "dirichlet",
+    "rounds": 100, "data.num_tasks": 1, "data.num_clients": 100, "data.partition": "lda",
     "data.alpha": 0.5, "participation.fraction": 0.1, "model.backbone": "resnet8",
-    "model.norm": "group", "model.adapter": "lora", "model.lora_rank": 32,
-    "model.lora_alpha": 512.0, "client.lr": 0.01, "client.momentum": 0.9,
+    "model.norm": "group", "model.norm_groups": 2, "model.adapter": "lora",
+    "model.lora_rank": 32, "model.lora_alpha": 512.0, "client.lr": 0.01, "client.momentum": 0.9,
     "client.local_epochs": 5, "client.batch_size": 32, "server.optimizer": "fedsgd",
-    "server.lr": 1.0, "server.aggregate": "mean", "schedule.order": "sync", "eval.every": 1,
+    "server.lr": 1.0, "server.aggregate": "mean", "compression.payload": "values",
+    "schedule.order": "sync", "eval.every": 1,
 }
 
 PRESETS: dict[str, dict] = {

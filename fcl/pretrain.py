@@ -59,7 +59,8 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
     td = data.tasks[0]
     in_channels = data.image_shape[0]
     backbone = build_backbone(cfg.model.backbone, in_channels, cfg.model.norm, cfg.model.width,
-                              cfg.seed, cfg.model.stem, cfg.model.input_size)
+                              cfg.seed, cfg.model.stem, cfg.model.input_size,
+                              cfg.model.norm_groups)
     load_pretrained_(backbone, cfg.model, in_channels)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(cfg.seed, "pretrain_head"))

@@ -58,3 +58,24 @@ def test_dirichlet_skew_grows_as_alpha_falls():
 def test_dirichlet_impossible_guard_raises():
     with pytest.raises(ValueError, match="samples"):
         dirichlet_partition(labels(2, 2), 5, 0.5, np.random.default_rng(0), min_size=2)
+
+
+def test_lda_gives_every_client_an_equal_shard_of_its_own_class_mix():
+    from fcl.data.partition import lda_partition
+    labels = np.repeat(np.arange(10), 5000)                  # CIFAR-10's training labels
+    shards = lda_partition(labels, 100, 0.5, np.random.default_rng(3))
+    assert [len(s) for s in shards] == [500] * 100
+    every = torch.cat(shards)
+    assert len(every) == 50_000 and len(torch.unique(every)) == 50_000
+    mixes = np.array([np.bincount(labels[s.numpy()], minlength=10) / 500 for s in shards])
+    assert np.median(mixes.max(axis=1)) > 0.3               # skewed: far from 0.1 each
+    again = lda_partition(labels, 100, 0.5, np.random.default_rng(3))
+    assert all(torch.equal(a, b) for a, b in zip(shards, again))
+
+
+def test_lda_spreads_the_remainder_and_checks_the_size():
+    from fcl.data.partition import lda_partition
+    shards = lda_partition(np.repeat(np.arange(3), 34), 10, 1.0, np.random.default_rng(0))
+    assert sorted(len(s) for s in shards) == [10] * 8 + [11] * 2
+    with pytest.raises(ValueError, match="cannot give 10 clients 2 each"):
+        lda_partition(np.arange(15) % 3, 10, 1.0, np.random.default_rng(0))

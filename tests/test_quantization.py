@@ -72,12 +72,50 @@ FAST = {"rounds": 5, "data.train_per_class": 40, "data.test_per_class": 10,
         "model.adapter": "lora", "model.lora_rank": 4, "model.lora_alpha": 64}
 
 
+def test_values_payload_server_state_is_the_mean_of_dequantized_values(monkeypatch):
+    """A hand-built round: two clients send trained values; FedAvg's new state is the sample-
+    weighted mean of what the server decodes, and evaluation sees the dequantized broadcast."""
+    import fcl.engine as engine
+    from fcl.federated.client import ClientUpdate
+    from fcl.models.factory import build_model
+    from fcl.models.task_state import read_state
+    from fcl.presets import preset
+    cfg = preset("smoke", {**FAST, "rounds": 1, "data.num_tasks": 1, "data.num_clients": 2,
+                           "compression.bits": 4, "server.optimizer": "fedsgd",
+                           "server.lr": 1.0, "compression.payload": "values"})
+    sent, weights = {}, {0: 30, 1: 10}
+
+    def fake_train(model, data, t, c, received, trainable, buffers, *args, **kwargs):
+        g = torch.Generator().manual_seed(c)
+        sent[c] = {n: received[n] + 0.1 * torch.randn(received[n].shape, generator=g)
+                   for n in trainable}
+        return ClientUpdate(c, t, sent[c], weights[c], torch.zeros(()), torch.zeros(()))
+
+    monkeypatch.setattr(engine, "local_train", fake_train)
+    data = engine.prepare_data(cfg)
+    model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+    states = []
+    engine.run(cfg, data=data, model=model, on_round=lambda rec, st: states.append(st))
+    decoded = {c: decode(encoder(4)(v)) for c, v in sent.items()}
+    server = states[-1].tasks[0].params
+    for n, w in server.items():
+        want = (30 * decoded[0][n] + 10 * decoded[1][n]) / 40
+        # old + (mean - old) in float32: within 1e-7 plus one rounding of |w| <= 1.2
+        torch.testing.assert_close(w, want, atol=1e-7, rtol=1.2e-7)
+    evaluated = read_state(model.tasks[0], list(server))
+    broadcast = decode(encoder(4)(server))
+    assert all(torch.equal(evaluated[n], broadcast[n]) for n in server)
+    assert any(not torch.equal(evaluated[n], server[n]) for n in server)   # 4 bits: off-grid
+
+
 def test_engine_quantizes_both_links_and_keeps_server_state_float32():
+    """payload=delta: the float32 server state moves by dequantized deltas, off any grid."""
     from fcl.engine import initial_state, prepare_data, run
     from fcl.models.factory import build_model
     from fcl.presets import preset
     cfg = preset("smoke", {**FAST, "compression.bits": 8, "server.optimizer": "fedsgd",
-                           "server.lr": 1.0, "schedule.order": "fmtl", "rounds": 10})
+                           "server.lr": 1.0, "schedule.order": "fmtl", "rounds": 10,
+                           "compression.payload": "delta"})
     data = prepare_data(cfg)
     states = []
     res = run(cfg, data=data, on_round=lambda rec, st: states.append(st))

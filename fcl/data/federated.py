@@ -9,6 +9,7 @@ number of domains. Augmentation (`data.augment`) is cut per batch on the device,
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -18,7 +19,7 @@ import torch
 from fcl.config import DataConfig
 from fcl.data.augment import random_crop_flip
 from fcl.data.datasets import DataError, ImageDataset
-from fcl.data.partition import dirichlet_partition, iid_partition
+from fcl.data.partition import dirichlet_partition, iid_partition, lda_partition
 from fcl.seeding import derive_seed
 
 
@@ -65,6 +66,13 @@ class FederatedData:
         dev_gen.manual_seed(int(torch.randint(2**62, (1,), generator=gen)))
         pad = max(1, self.image_shape[-1] // 8)
         return lambda x: random_crop_flip(x, pad, dev_gen)
+
+    def with_stats(self, stats: tuple[torch.Tensor, torch.Tensor] | None) -> "FederatedData":
+        """The same data normalised with other (mean, std); None keeps the data set's."""
+        if stats is None:
+            return self
+        mean, std = (t.to(self.mean.device, torch.float32) for t in stats)
+        return dataclasses.replace(self, mean=mean, std=std)
 
     def to(self, device: torch.device) -> "FederatedData":
         move = lambda t: t.to(device, non_blocking=True)  # noqa: E731
@@ -146,9 +154,10 @@ def build_federated_data(ds: ImageDataset, cfg: DataConfig, seed: int) -> Federa
         if cfg.partition == "iid":
             shards = iid_partition(len(ty), cfg.num_clients, rng)
         else:
+            split = dirichlet_partition if cfg.partition == "dirichlet" else lda_partition
             try:
-                shards = dirichlet_partition(ty.numpy(), cfg.num_clients, cfg.alpha, rng,
-                                             cfg.min_client_samples)
+                shards = split(ty.numpy(), cfg.num_clients, cfg.alpha, rng,
+                               cfg.min_client_samples)
             except ValueError as e:
                 raise DataError(f"data.alpha={cfg.alpha}: {e}") from None
         tasks.append(TaskData(tuple(group), train_x[in_train].contiguous(), ty,

@@ -1,9 +1,10 @@
-"""Who takes part in a round: a sample of round(fraction * N) clients (at least one), each of
+"""Who takes part in a round: a sample of fraction * N clients rounded half up (at least one), each of
 which fails to report (straggles) with probability `straggler_prob`. A straggler receives the
 broadcast but its update never reaches the server, so the engine does not train it. Pure in
 (round, seed)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -21,7 +22,12 @@ class Participation:
 def participation(round_: int, num_clients: int, cfg: ParticipationConfig, seed: int
                   ) -> Participation:
     g = generator(seed, "participation", round_)
-    k = max(1, round(cfg.fraction * num_clients))
+    k = num_sampled(cfg.fraction, num_clients)
     sampled = torch.randperm(num_clients, generator=g)[:k].sort().values
     drops = torch.rand(k, generator=g) < cfg.straggler_prob
     return Participation(tuple(sampled.tolist()), tuple(sampled[~drops].tolist()))
+
+
+def num_sampled(fraction: float, num_clients: int) -> int:
+    """fraction x N rounded half up (0.5 x 5 -> 3; Python's round() gives 2), at least one."""
+    return max(1, math.floor(fraction * num_clients + 0.5))

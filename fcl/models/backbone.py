@@ -7,8 +7,15 @@ can tap every block's output (NetTailor proxies) or wrap its convolutions (LoRA)
 | resnet8     | 64, 128, 256 x 1                   | FLoCoRA                           |
 | resnet18    | 64, 128, 256, 512 x 2 (CIFAR stem) | the FCL paper (NetTailor)         |
 
-Weights are randomly initialised from the run's seed (Kaiming, as torchvision) and frozen, unless
-`fcl.models.pretrained` loads them (`model.pretrained=imagenet`, `model.weights=PATH`).
+Weights are randomly initialised from the run's seed and frozen, unless `fcl.models.pretrained`
+loads them (`model.pretrained=imagenet`, `model.weights=PATH`). The initialisation is
+torchvision's ResNet one, which FLoCoRA's code uses too: every conv Kaiming-normal with fan_out
+and the ReLU gain (std sqrt(2 / (out_channels * k * k))), every norm weight 1 and bias 0. With a
+norm after each conv the scale of a frozen W against LoRA's (alpha / r) B A is what FLoCoRA's
+alpha = 2r vs 16r comparison measures, so the scale is part of the spec.
+
+GroupNorm has `model.norm_groups` groups (2 by default: FLoCoRA follows Hsieh et al. 2020,
+`GroupNorm(2, C)`); BatchNorm runs in eval mode (frozen statistics).
 
 Two stems (`model.stem`): `cifar`, a 3x3 conv of stride 1 (small images keep their resolution);
 `imagenet`, torchvision's 7x7 conv of stride 2 + 3x3 max-pool of stride 2, the layout of its
@@ -20,34 +27,50 @@ last, so the paper presets feed CIFAR's 32x32 images at 72x72 (Decathlon's size 
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 
-def make_norm(kind: str, channels: int) -> nn.Module:
+def make_norm(kind: str, channels: int, groups: int = 2) -> nn.Module:
+    """`kind` batch -> BatchNorm2d; group -> GroupNorm(groups, channels)."""
     if kind == "batch":
         return nn.BatchNorm2d(channels)
-    return nn.GroupNorm(math.gcd(32, channels), channels)
+    if channels % groups:
+        raise ValueError(f"model.norm_groups={groups}: a layer has {channels} channels, not a "
+                         f"multiple; allowed: a divisor of every layer's channels")
+    return nn.GroupNorm(groups, channels)
+
+
+def init_weights_(module: nn.Module) -> None:
+    """torchvision's ResNet initialisation: convs Kaiming-normal (fan_out, relu), norms 1 / 0."""
+    for m in module.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
 
 
 class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int, norm: str):
+    def __init__(self, cin: int, cout: int, stride: int, norm: str, groups: int = 2):
         super().__init__()
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = make_norm(norm, cout)
+        self.bn1 = make_norm(norm, cout, groups)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = make_norm(norm, cout)
+        self.bn2 = make_norm(norm, cout, groups)
         self.shortcut = nn.Sequential()
         if stride != 1 or cin != cout:
             self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                          make_norm(norm, cout))
+                                          make_norm(norm, cout, groups))
+
+    def preactivation(self, x: torch.Tensor) -> torch.Tensor:
+        """The residual sum before the block's last ReLU (NetTailor gates it with proxies)."""
+        out = torch.relu(self.bn1(self.conv1(x)))
+        return self.bn2(self.conv2(out)) + self.shortcut(x)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.relu(self.bn1(self.conv1(x)))
-        return torch.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+        return torch.relu(self.preactivation(x))
 
 
 class Stem(nn.Sequential):
@@ -55,13 +78,13 @@ class Stem(nn.Sequential):
     input_size x input_size. Children keep torchvision-like indices: 0 conv, 1 norm."""
 
     def __init__(self, in_channels: int, out_channels: int, norm: str, kind: str = "cifar",
-                 input_size: int = 0):
+                 input_size: int = 0, groups: int = 2):
         if kind == "imagenet":
             layers = [nn.Conv2d(in_channels, out_channels, 7, 2, 3, bias=False),
-                      make_norm(norm, out_channels), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+                      make_norm(norm, out_channels, groups), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
         else:
             layers = [nn.Conv2d(in_channels, out_channels, 3, 1, 1, bias=False),
-                      make_norm(norm, out_channels), nn.ReLU()]
+                      make_norm(norm, out_channels, groups), nn.ReLU()]
         super().__init__(*layers)
         self.kind, self.input_size = kind, input_size
 
@@ -90,20 +113,23 @@ class Backbone(nn.Module):
     `channels[i]` and `reduction[i]` (spatial downsampling vs the input) describe node i."""
 
     def __init__(self, in_channels: int, stages: tuple[int, ...], blocks_per_stage: int,
-                 norm: str, first_stride: int = 1, stem: str = "cifar", input_size: int = 0):
+                 norm: str, first_stride: int = 1, stem: str = "cifar", input_size: int = 0,
+                 norm_groups: int = 2):
         super().__init__()
-        self.stem = Stem(in_channels, stages[0], norm, stem, input_size)
+        self.norm_groups = norm_groups
+        self.stem = Stem(in_channels, stages[0], norm, stem, input_size, norm_groups)
         red = self.stem.reduction
         blocks, self.channels, self.reduction = [], [stages[0]], [red]
         cin = stages[0]
         for s, cout in enumerate(stages):
             for b in range(blocks_per_stage):
                 stride = (2 if s > 0 else first_stride) if b == 0 else 1
-                blocks.append(BasicBlock(cin, cout, stride, norm))
+                blocks.append(BasicBlock(cin, cout, stride, norm, norm_groups))
                 cin, red = cout, red * stride
                 self.channels.append(cout)
                 self.reduction.append(red)
         self.blocks = nn.ModuleList(blocks)
+        init_weights_(self)
 
     @property
     def out_channels(self) -> int:
@@ -111,7 +137,7 @@ class Backbone(nn.Module):
 
 
 def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int,
-                   stem: str = "cifar", input_size: int = 0) -> Backbone:
+                   stem: str = "cifar", input_size: int = 0, norm_groups: int = 2) -> Backbone:
     """A randomly initialised backbone, identical for the same (name, seed), frozen."""
     from fcl.seeding import derive_seed
     with torch.random.fork_rng(devices=[]):
@@ -120,10 +146,10 @@ def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int
             # Every stage halves the resolution (28 -> 14 -> 7 -> 4): 2x faster than a full-
             # resolution first stage on the CPU, and small images lose little.
             net = Backbone(in_channels, (width, 2 * width, 4 * width), 1, norm, first_stride=2,
-                           stem=stem, input_size=input_size)
+                           stem=stem, input_size=input_size, norm_groups=norm_groups)
         else:
             stages, per_stage = SPECS[name]
             net = Backbone(in_channels, stages, per_stage, norm, stem=stem,
-                           input_size=input_size)
+                           input_size=input_size, norm_groups=norm_groups)
     net.requires_grad_(False)
     return net.eval()

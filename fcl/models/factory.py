@@ -19,7 +19,8 @@ from fcl.seeding import derive_seed
 
 
 def _nettailor(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
-    return NetTailorNet(backbone, classes_per_task, cfg.proxy_depth, cfg.gate_init, cfg.norm)
+    return NetTailorNet(backbone, classes_per_task, cfg.proxy_depth, cfg.gate_init, cfg.norm,
+                        cfg.node_relu)
 
 
 def _lora(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
@@ -42,7 +43,7 @@ def build_model(cfg: ModelConfig, image_shape: tuple[int, int, int], classes_per
                 seed: int) -> nn.Module:
     """Backbone and task modules initialised from `seed` alone (global RNG left untouched)."""
     backbone = build_backbone(cfg.backbone, image_shape[0], cfg.norm, cfg.width, seed,
-                              cfg.stem, cfg.input_size)
+                              cfg.stem, cfg.input_size, cfg.norm_groups)
     load_pretrained_(backbone, cfg, image_shape[0])   # model.weights / model.pretrained, if set
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "task_modules"))

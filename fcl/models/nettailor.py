@@ -1,14 +1,25 @@
 """NetTailor task modules (Morgado & Vasconcelos 2019) on a frozen backbone.
 
 For task t, block l's output is a gated mix of the frozen path and proxies from the k previous
-nodes (FCL paper, Eq. 4):
+nodes. Two readings, `model.node_relu`:
 
-    x_l = a_l^l G_l(x_{l-1}) + sum_{l'=max(l-k,0)}^{l-1} a_{l'}^l P_t^{(l',l)}(x_{l'})
+    after_sum (default, NetTailor's node):
+        x_l = ReLU( a_l^l G_l(x_{l-1}) + sum_{l'=max(l-k,0)}^{l-1} a_{l'}^l P_t^{(l',l)}(x_{l'}) )
+    in_block (the FCL paper's Eq. 4 read literally, with G_l a whole block, ReLU included):
+        x_l = a_l^l ReLU(G_l(x_{l-1})) + sum_{l'} a_{l'}^l P_t^{(l',l)}(x_{l'})
 
-A proxy P is max-pool (when the two nodes differ in resolution) + 1x1 conv + norm. The gates
-a^l are a softmax over the paths of block l, logits initialised to +g for the frozen path and -g
-for proxies (NetTailor's code, g = 2), so a new task starts close to the backbone. Node 0 is the
-stem output, which the FCL paper's sum from l'=1 counts as layer 1.
+G_l is the block's residual sum before its last ReLU. NetTailor defines the node as the ReLU of
+the gated sum, so proxies act through the nonlinearity and nodes are never negative; the FCL
+paper writes Eq. 4 without the ReLU, which read literally lets node values go negative and the
+proxies only add linearly.
+
+A proxy P is max-pool (when the two nodes differ in resolution) + 1x1 conv + norm. The pool of a
+stride-s jump is NetTailor's `MaxPool2d(kernel=s+1, stride=s, padding=s//2)`: overlapping
+windows, output size ceil(H / s) like s/2 stride-2 convs. The gates a^l are a softmax over the
+paths of block l, logits initialised to +g for the frozen path and -g for proxies (NetTailor's
+code, g = 2), so a new task starts close to the backbone. Node 0 is the stem output, which the
+FCL paper's sum from l'=1 counts as layer 1. Proxy convs are initialised as the backbone's
+(Kaiming-normal, fan_out).
 
 Optional (off by default): NetTailor's complexity loss, the gate mass on each proxy times that
 proxy's share of the block's cost (`model.complexity_penalty`). NetTailor's later pruning of
@@ -20,33 +31,31 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.models.backbone import Backbone, make_norm
+from fcl.models.backbone import Backbone, init_weights_, make_norm
 
 
 class Proxy(nn.Module):
-    def __init__(self, cin: int, cout: int, pool: int, norm: str):
+    def __init__(self, cin: int, cout: int, pool: int, norm: str, groups: int = 2):
         super().__init__()
         self.factor = pool
         self.conv = nn.Conv2d(cin, cout, 1, bias=False)
-        self.norm = make_norm(norm, cout)
+        self.norm = make_norm(norm, cout, groups)
 
     def project(self, pooled: torch.Tensor) -> torch.Tensor:
         """The proxy on its source node already max-pooled by `factor`."""
         return self.norm(self.conv(pooled))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.project(NodePyramid([x]).pooled(0, self.factor))
+
+def proxy_pool(x: torch.Tensor, stride: int) -> torch.Tensor:
+    """NetTailor's pool of a stride-s jump: windows of s + 1, stride s, padding s // 2."""
+    return F.max_pool2d(x, stride + 1, stride, stride // 2)
 
 
 class NodePyramid:
-    """Max-pooled copies of the nodes, made once per forward pass and shared by the proxies.
-
-    A node feeds proxies into up to k later blocks, pooled by 2, 4, 8, ...; pooling by 2f is
-    pooling by 2 of the copy pooled by f (with ceil_mode the 2x2 windows of the 2x2 windows are
-    exactly the 4x4 windows, partial edge windows included), so each level reads a quarter of
-    the previous one instead of the full-resolution node (the `local` model's training step got
-    1.075x faster). ceil_mode matches the size of a stride-2, padding-1 conv on odd inputs.
-    """
+    """Max-pooled copies of the nodes, made once per forward pass: proxies from the same node
+    with the same stride (e.g. into both blocks of a ResNet-18 stage) share one pooled copy.
+    Each copy pools the node itself: the overlapping windows of a pool by 4 (5 wide) are not
+    the windows of two pools by 2 (7 wide), so pools are not chained."""
 
     def __init__(self, nodes: list[torch.Tensor]):
         self.nodes = nodes
@@ -57,11 +66,7 @@ class NodePyramid:
             return self.nodes[node]
         key = (node, factor)
         if key not in self._pooled:
-            if factor % 2 == 0:
-                x, k = self.pooled(node, factor // 2), 2
-            else:                      # not a power of two: pool the node directly
-                x, k = self.nodes[node], factor
-            self._pooled[key] = F.max_pool2d(x, k, ceil_mode=True)
+            self._pooled[key] = proxy_pool(self.nodes[node], factor)
         return self._pooled[key]
 
 
@@ -70,6 +75,7 @@ class NetTailorTask(nn.Module):
 
     def __init__(self, backbone: Backbone, num_classes: int, depth: int, gate_init: float,
                  norm: str):
+        groups = backbone.norm_groups
         super().__init__()
         self.sources: list[list[int]] = []
         proxies, gates = [], []
@@ -78,11 +84,13 @@ class NetTailorTask(nn.Module):
             self.sources.append(src)
             proxies.append(nn.ModuleList(
                 Proxy(backbone.channels[s], backbone.channels[l],
-                      backbone.reduction[l] // backbone.reduction[s], norm) for s in src))
+                      backbone.reduction[l] // backbone.reduction[s], norm, groups)
+                for s in src))
             logits = torch.full((1 + len(src),), -gate_init)
             logits[0] = gate_init
             gates.append(nn.Parameter(logits))
         self.proxies = nn.ModuleList(proxies)
+        init_weights_(self.proxies)
         self.gates = nn.ParameterList(gates)
         self.head = nn.Linear(backbone.out_channels, num_classes)
         # Proxy cost relative to its block (1x1 conv vs two 3x3 convs), for the complexity loss.
@@ -99,9 +107,10 @@ class NetTailorNet(nn.Module):
     """A frozen backbone shared by all tasks, plus one `NetTailorTask` per task."""
 
     def __init__(self, backbone: Backbone, classes_per_task: list[int], depth: int = 3,
-                 gate_init: float = 2.0, norm: str = "group"):
+                 gate_init: float = 2.0, norm: str = "group", node_relu: str = "after_sum"):
         super().__init__()
         self.backbone = backbone
+        self.relu_after_sum = node_relu == "after_sum"
         self.tasks = nn.ModuleList(NetTailorTask(backbone, n, depth, gate_init, norm)
                                    for n in classes_per_task)
 
@@ -111,16 +120,21 @@ class NetTailorNet(nn.Module):
         return self
 
     def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
+        return self.tasks[task].head(self.nodes(x, task)[-1].mean(dim=(2, 3)))
+
+    def nodes(self, x: torch.Tensor, task: int) -> list[torch.Tensor]:
+        """Node 0 (the stem output) and every block's node x_l for `task`."""
         module = self.tasks[task]
         nodes = [self.backbone.stem(x)]
         pyramid = NodePyramid(nodes)
         for l, block in enumerate(self.backbone.blocks):
             weights = torch.softmax(module.gates[l], 0)
-            out = weights[0] * block(nodes[-1])
+            main = block.preactivation(nodes[-1]) if self.relu_after_sum else block(nodes[-1])
+            out = weights[0] * main
             for j, (src, proxy) in enumerate(zip(module.sources[l], module.proxies[l])):
                 out = out + weights[j + 1] * proxy.project(pyramid.pooled(src, proxy.factor))
-            nodes.append(out)
-        return module.head(nodes[-1].mean(dim=(2, 3)))
+            nodes.append(torch.relu(out) if self.relu_after_sum else out)
+        return nodes
 
     def extra_loss(self, task: int, cfg) -> torch.Tensor | None:
         if cfg.complexity_penalty > 0:

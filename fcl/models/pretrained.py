@@ -12,6 +12,10 @@ dropped (every task has its own head). Weights for RGB on gray images (Fashion-M
 filters summed over R, G, B, which is what they compute on a gray image copied into all three;
 gray weights on RGB images: the filters repeated and divided by 3. The loaded backbone stays
 frozen (BatchNorm statistics included); only the per-task modules train.
+
+Inputs of an ImageNet backbone are normalised with ImageNet's mean and std (`input_stats`),
+which its frozen BatchNorm statistics expect; gray images use the mean of the three channels'
+values. Random and `fcl pretrain` backbones keep the data set's own statistics.
 """
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from fcl.atomic_file import atomic_path
 from fcl.config import ConfigError, ModelConfig
 
 CHECKPOINT_FORMAT = "fcl-backbone/1"
+IMAGENET_MEAN = (0.485, 0.456, 0.406)     # torchvision's IMAGENET1K_V1 preprocessing
+IMAGENET_STD = (0.229, 0.224, 0.225)
 WEIGHTS_HELP = "a checkpoint written by `fcl pretrain`, or torchvision's resnet18 state_dict"
 
 
@@ -55,6 +61,7 @@ def architecture(cfg: ModelConfig, in_channels: int) -> dict:
     """What a checkpoint's weights fit: checked key by key when it is loaded."""
     return {"backbone": cfg.backbone, "stem": cfg.stem, "norm": cfg.norm,
             "width": cfg.width if cfg.backbone == "resnet_tiny" else 0,
+            "norm_groups": cfg.norm_groups if cfg.norm == "group" else 0,
             "in_channels": in_channels}
 
 
@@ -117,9 +124,10 @@ def adapt_in_channels(weight: torch.Tensor, in_channels: int) -> torch.Tensor:
 
 def check_architecture(path: str, saved: dict | None, want: dict) -> None:
     if saved is None:   # torchvision's layout: only its own architecture fits
-        saved = {**want, "backbone": "resnet18", "stem": "imagenet", "norm": "batch", "width": 0}
-    for key in ("backbone", "stem", "norm", "width"):
-        if saved.get(key) != want[key]:
+        saved = {**want, "backbone": "resnet18", "stem": "imagenet", "norm": "batch", "width": 0,
+                 "norm_groups": 0}
+    for key in ("backbone", "stem", "norm", "width", "norm_groups"):
+        if saved.get(key, 0 if key == "norm_groups" else None) != want[key]:
             raise ConfigError("model.weights", path, f"the checkpoint has {key}={saved.get(key)}"
                               f" but the run has model.{key}={want[key]}",
                               f"model.{key}={saved.get(key)} (or another checkpoint)")
@@ -152,3 +160,14 @@ def load_pretrained_(backbone: nn.Module, cfg: ModelConfig, in_channels: int) ->
                           f"{k})", WEIGHTS_HELP)
     backbone.load_state_dict(state)
     return True
+
+
+def input_stats(cfg: ModelConfig, channels: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(mean, std) as (1, C, 1, 1) the inputs of this backbone expect, or None for the data
+    set's own statistics (a random or `fcl pretrain` backbone)."""
+    if cfg.pretrained != "imagenet":
+        return None
+    mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
+    if channels != 3:
+        mean, std = mean.mean().repeat(channels), std.mean().repeat(channels)
+    return mean.view(1, -1, 1, 1), std.view(1, -1, 1, 1)
