@@ -1,6 +1,11 @@
 """FLoCoRA Table III / Fig. 3: LoRA messages quantized to 32 (float) / 8 / 4 / 2 bits on both
 links (affine, per output channel; scales and zero points counted in the bytes), at FLoCoRA's
 r = 32, alpha = 512, in FLoCoRA's recipe and sizes (see flocora_rank_alpha.py).
+
+`compression.payload=values` is the paper (clients send their quantized trained adapters; the
+server averages the dequantized values). The quantized rows are also run with `delta` (the
+round's update quantized instead, ours), so the table shows what quantizing deltas buys; at 32
+bits the two are the same run.
 """
 from fcl.presets import FLOCORA
 from fcl.tune import Study, grid, main
@@ -8,7 +13,11 @@ from fcl.tune import Study, grid, main
 SIZES = ("rounds", "data.num_clients", "participation.fraction", "model.backbone",
          "client.local_epochs", "eval.every")
 RECIPE = {k: v for k, v in FLOCORA.items() if k not in SIZES}
-SPACE = {"compression.bits": grid(32, 8, 4, 2)}
+SPACE = {
+    "message": grid(*({"compression.bits": bits, "compression.payload": payload}
+                      for bits in (32, 8, 4, 2)
+                      for payload in (("values",) if bits == 32 else ("values", "delta")))),
+}
 
 STUDY = Study("flocora_quantization", SPACE, base=RECIPE, doc=__doc__,
               presets={"local": "flocora-local", "paper": "flocora"})

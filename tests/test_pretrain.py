@@ -34,7 +34,7 @@ def test_pretrain_checkpoint_loads_back_bit_identical_and_runs(tmp_path, capsys)
     assert "test accuracy" in stdout and "epoch   1/1" in stderr
     blob = torch.load(out, weights_only=True)
     assert blob["architecture"] == {"backbone": "resnet_tiny", "stem": "cifar", "norm": "group",
-                                    "width": 16, "in_channels": 1}
+                                    "width": 16, "norm_groups": 2, "in_channels": 1}
     assert blob["meta"]["epochs"] == 1 and blob["meta"]["train_images"] == 200
     cfg = preset("smoke", {"rounds": 5, "data.train_per_class": 10, "data.test_per_class": 4,
                            "model.weights": str(out)})
