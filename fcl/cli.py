@@ -177,22 +177,54 @@ def main_params(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def help_preset(argv: list[str]) -> str | None:
+    """The preset whose values `fcl run --help` shows as defaults: `--preset P` anywhere on the
+    line, else `fcl run`'s own default (local); None (the bare config) for other commands or an
+    unknown preset (argparse reports that one)."""
+    from fcl.presets import PRESETS
+    name = None
+    for i, arg in enumerate(argv):
+        if arg == "--preset" and i + 1 < len(argv):
+            name = argv[i + 1]
+        elif arg.startswith("--preset="):
+            name = arg.split("=", 1)[1]
+    if name is None and argv[:1] == ["run"]:
+        name = "local"
+    return name if name in PRESETS else None
+
+
+def keys_epilog(preset_name: str | None) -> str:
+    if preset_name is None:
+        return "config keys (--set KEY=VALUE):\n" + describe_keys()
+    from fcl.config import iter_fields
+    from fcl.presets import preset
+    lines = [f"config keys (--set KEY=VALUE); defaults: preset {preset_name}'s values:"]
+    for key, value, meta, typ in iter_fields(preset(preset_name)):
+        allowed = meta.get("allowed") or ("true/false" if typ is bool else typ.__name__)
+        lines.append(f"  {key:<30} default {value!r:<24} allowed: {allowed}\n"
+                     f"  {'':<30} {meta.get('help', '')}")
+    return "\n".join(lines)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     import fcl.bench  # noqa: F401  (modules that register subcommands)
     import fcl.pretrain  # noqa: F401
     parser = argparse.ArgumentParser(
         prog="fcl", description="Federated continual learning runs (FCL paper, FLoCoRA).")
     sub = parser.add_subparsers(dest="command", required=True)
+    shown = help_preset(list(argv or [])) if argv and ("-h" in argv or "--help" in argv) \
+        else None
     for name, (add_arguments, _, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog="config keys (--set KEY=VALUE):\n" + describe_keys())
+                           epilog=keys_epilog(shown if argv and argv[0] == name else None))
         add_arguments(p)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command][1](args)

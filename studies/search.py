@@ -1,15 +1,17 @@
 """Optuna TPE over the FCL knobs: client/server LR, tau, rounds, local epochs, Dirichlet alpha,
 straggler probability, and the per-task module (NetTailor, or LoRA with its rank and alpha).
 
+The space is define-by-run: LoRA's rank and alpha are sampled only in LoRA trials.
 `--objective acc` maximises ACC; `--objective pareto` trades ACC against the bytes sent.
-Optuna's state lives in RESULTS/optuna.db: `optuna-dashboard results/optuna.db`.
+Optuna's state lives in RESULTS/optuna.db: `optuna-dashboard sqlite:///$PWD/results/optuna.db`
+(the study prints the exact command when it starts).
 `--scheduler asha [--grace-rounds G] [--reduction-factor RF]` stops trials whose ACC trails at
 rounds G, G*RF, ... (fcl/tune/schedulers.py); they stay in trials.parquet as EARLY_STOPPED with
-the round they reached.
+the round they reached, and in Optuna as PRUNED with their ACC per round.
 """
 from ray import tune
 
-from fcl.tune import Study, main
+from fcl.tune import Study, given, main
 
 SPACE = {
     "client.lr": tune.loguniform(0.005, 0.2),
@@ -20,8 +22,8 @@ SPACE = {
     "data.alpha": tune.loguniform(0.5, 8.0),
     "participation.straggler_prob": tune.uniform(0.0, 0.5),
     "model.adapter": tune.choice(["nettailor", "lora"]),
-    "model.lora_rank": tune.choice([4, 8, 16, 32]),
-    "model.lora_alpha": tune.choice([32.0, 128.0, 512.0]),
+    "model.lora_rank": given("model.adapter", "lora", tune.choice([4, 8, 16, 32])),
+    "model.lora_alpha": given("model.adapter", "lora", tune.choice([32.0, 128.0, 512.0])),
 }
 ROUNDS = {   # multiples of data.num_tasks at each preset
     "paper": {"rounds": tune.choice([100, 200, 300, 400])},

@@ -24,7 +24,8 @@ from fcl.tune.space import resolve  # noqa: E402
 from fcl.tune.study import base_config  # noqa: E402
 
 SPACE = {"client.lr": grid(0.02, 0.1), "server.optimizer": grid("fedsgd", "fedadam")}
-TIMING = ("wall_s", "samples_per_s")     # the only columns a rerun may change
+# the only columns a rerun may change: timing, and Tune's own ids of the trials of that run
+TIMING = ("wall_s", "samples_per_s", "tune_trial_id", "tune_trial_dir")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -57,6 +58,14 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     assert (outcome.trials, outcome.finished, outcome.failed) == (4, 4, 0)
     f = frames(results)
     trials, rounds = f["trials"], f["rounds"]
+    # run_study returns Tune's ResultGrid beside the frames it exported
+    assert isinstance(outcome.result_grid, ray.tune.ResultGrid) and len(outcome.result_grid) == 4
+    pd.testing.assert_frame_equal(outcome.frames["trials"], trials, check_dtype=False)
+    # each row joins its Tune trial: the id Tune reported, and the trial's folder
+    by_id = {r.metrics["trial_id"]: str(r.path) for r in outcome.result_grid}
+    assert dict(zip(trials["tune_trial_id"], trials["tune_trial_dir"])) == by_id
+    assert all(os.path.isdir(d) for d in trials["tune_trial_dir"])
+    assert trials["optuna_trial"].isna().all() and str(trials["optuna_trial"].dtype) == "Int64"
     assert len(trials) == 4 and trials["trial_id"].is_unique
     assert set(trials["status"]) == {"TERMINATED"} and set(trials["error"]) == {""}
     assert len(rounds) == 4 * 5 * 5                           # trials x rounds x tasks
@@ -152,6 +161,16 @@ def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ra
     error_logs = glob.glob(str(tmp_path / ".tune" / "failing" / "*cuda*" / "error.txt"))
     assert len(error_logs) == 1
     assert open(error_logs[0]).read().count("Failure # ") == 2
+    # --resume leaves a trial that failed for good alone (still recorded as ERROR);
+    # --retry-errored runs it again
+    again = StudyOptions(preset="smoke", seeds=1, results=str(tmp_path), max_failures=1,
+                         resume=True)
+    assert run_study("failing", space, again).failed == 1
+    assert open(error_logs[0]).read().count("Failure # ") == 2
+    from dataclasses import replace
+    retried = run_study("failing", space, replace(again, retry_errored=True))
+    assert (retried.finished, retried.failed) == (1, 1)
+    assert open(error_logs[0]).read().count("Failure # ") > 2
 
 
 def last_point(space):
@@ -198,7 +217,9 @@ def _lora_keys() -> bool:
         return False
 
 
-def test_optuna_search_persists_to_sqlite(local_ray, tmp_path):
+def test_optuna_search_at_two_seeds_persists_to_sqlite(local_ray, tmp_path):
+    """A search with --seeds 2: each sampled config runs at seeds 0 and 1 (two Parquet rows),
+    Optuna's value is their mean ACC, and the rows carry the Optuna trial number."""
     import optuna
     import runpy
     study = runpy.run_path(os.path.join(REPO, "studies", "search.py"))["STUDY"]
@@ -206,14 +227,20 @@ def test_optuna_search_persists_to_sqlite(local_ray, tmp_path):
     space = {k: v for k, v in study.space_for("smoke").items() if k in cheap}
     if not _lora_keys():
         space = {k: v for k, v in space.items() if not k.startswith("model.")}
-    outcome = run_study("search", space, StudyOptions(preset="smoke", num_samples=2,
+    outcome = run_study("search", space, StudyOptions(preset="smoke", num_samples=2, seeds=2,
                                                       results=str(tmp_path)),
                         searcher="optuna")
-    assert (outcome.trials, outcome.finished) == (2, 2)
+    assert (outcome.trials, outcome.finished) == (2, 4)
     db = f"sqlite:///{tmp_path}/optuna.db"
     ot = optuna.load_study(study_name="search-acc", storage=db)
     done = [t for t in ot.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(done) == 2 and {"client.lr", "server.tau"} <= set(done[0].params)
     trials = frames(tmp_path, "search")["trials"]
-    assert sorted(trials["acc"]) == sorted(t.value for t in done)
-    assert sorted(trials["client.lr"]) == sorted(t.params["client.lr"] for t in done)
+    assert sorted(trials["seed"]) == [0, 0, 1, 1]
+    by_number = trials.groupby("optuna_trial")
+    assert sorted(by_number.groups) == sorted(t.number for t in done)
+    for t in done:
+        rows = by_number.get_group(t.number)
+        assert t.value == pytest.approx(rows["acc"].mean())            # the mean of its seeds
+        assert (rows["client.lr"] == t.params["client.lr"]).all()
+        assert rows["tune_trial_id"].nunique() == 1

@@ -46,7 +46,7 @@ COUNTS = {
     "optimizers": (4 * 3, 4 * 3),
     "task_order": (3 * 2 * 2, 3 * 2 * 2),
     "flocora_rank_alpha": (9, 9),
-    "flocora_quantization": (4, 4),
+    "flocora_quantization": (7, 7),          # 32-bit, then 8/4/2 bits x two payloads
     "search": (20, 20),                      # draws, not grid points
     "drift_correction": (8 * 2, 8 * 2),
 }

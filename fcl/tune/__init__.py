@@ -7,11 +7,12 @@
 
 Modules: `space` (declaring and checking what varies), `trainable` (one trial = one engine
 run, reported and checkpointed every round), `study` (the orchestration loop), `export`
-(Parquet), `cluster` (local Ray or a cluster; trial resources), `searchers` (Optuna), `cli`.
+(Parquet), `cluster` (local Ray or a cluster; trial resources), `searchers` (Optuna),
+`trackers` (TensorBoard, MLflow, W&B callbacks), `progress` (the live table, Ctrl-C), `cli`.
 """
 from fcl.tune.cli import main, run_study_cli
-from fcl.tune.space import grid
+from fcl.tune.space import given, grid
 from fcl.tune.study import Study, StudyOptions, StudyOutcome, run_study
 
-__all__ = ["grid", "main", "run_study", "run_study_cli", "Study", "StudyOptions",
+__all__ = ["given", "grid", "main", "run_study", "run_study_cli", "Study", "StudyOptions",
            "StudyOutcome"]

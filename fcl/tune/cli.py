@@ -5,6 +5,7 @@ Bad flags, keys, values or spaces print one line `error: ...` and exit 2 before 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from fcl.cli import EXIT_USAGE, parse_sets
@@ -13,6 +14,7 @@ from fcl.data.datasets import DataError
 from fcl.presets import PRESETS
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
 from fcl.tune.study import Study, StudyOptions, run_study
+from fcl.tune.trackers import TRACKERS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,13 +67,22 @@ def build_parser(name: str, doc: str | None, searcher: str | None, num_samples: 
                    help=f"repeats of the grid, or draws of a search (default: {num_samples})")
     p.add_argument("--seeds", type=positive(int),
                    help="seeds per configuration: seed, seed+1, ... (default: 1 smoke, 3 local "
-                        "and paper)")
+                        "and paper)" if searcher is None else
+                        "seeds each sampled configuration runs at: seed, seed+1, ...; the "
+                        "objective (and ASHA's comparison) is their mean (default: 1)")
     p.add_argument("--max-concurrent", type=positive(int),
                    help="at most this many trials at once (default: what the cluster fits)")
     p.add_argument("--resume", action="store_true",
                    help="continue this study from its Tune state (after a crash or a kill)")
     p.add_argument("--fresh", action="store_true",
                    help="discard this study's Tune state (and Optuna study) and start over")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="with --resume: rerun the trials that failed for good (from their last "
+                        "checkpoint)")
+    p.add_argument("--callback", action="append", default=[], choices=tuple(TRACKERS),
+                   metavar="{" + ",".join(TRACKERS) + "}",
+                   help="log every trial to a tracker too (repeatable): tensorboard (extra "
+                        "viz), mlflow ($MLFLOW_TRACKING_URI, default RESULTS/mlflow.db), wandb")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override base config keys (see `fcl run --help`)")
     p.add_argument("--dry-run", action="store_true",
@@ -97,12 +108,17 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
     try:
         if args.resume and args.fresh:
             raise ConfigError("--fresh", "on", "contradicts --resume", "one of them")
+        if args.retry_errored and args.fresh:
+            raise ConfigError("--retry-errored", "on", "contradicts --fresh", "one of them")
         opts = StudyOptions(
             preset=args.preset, sets=parse_sets(args.set), seeds=args.seeds,
             results=args.results, storage=args.storage, address=args.address,
             cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
             num_samples=args.num_samples, max_concurrent=args.max_concurrent,
-            resume=args.resume, fresh=args.fresh, dry_run=args.dry_run,
+            resume=args.resume or args.retry_errored, fresh=args.fresh, dry_run=args.dry_run,
+            retry_errored=args.retry_errored, callbacks=tuple(args.callback),
+            command=shlex.join(["python", f"studies/{study.name}.py",
+                                *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
         outcome = run_study(study.name, study.space_for(args.preset), opts, base=study.base,
@@ -111,8 +127,10 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
     except (ConfigError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:            # a second Ctrl-C, or one outside Tune's loop
         print("interrupted; continue with --resume", file=sys.stderr)
+        return 130
+    if outcome.interrupted:
         return 130
     return 1 if outcome.unfinished else 0
 

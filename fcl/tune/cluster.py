@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 from dataclasses import dataclass
 
 import ray
@@ -41,17 +42,32 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
 
 
 def send_token_if_any() -> None:
-    """`ray start` (Ray >= 2.52) turns token auth on and keeps the token in ~/.ray; Ray's CLI
-    then sends it, but `ray.init(address=...)` only does when RAY_AUTH_MODE=token. Do what the
-    CLI does, so `RAY_ADDRESS=... python studies/x.py` works unchanged (a no-op elsewhere)."""
+    """`ray start` (Ray >= 2.52) turns token auth on and keeps the token in ~/.ray/auth_token;
+    Ray's CLI then sends it, but `ray.init(address=...)` only does when RAY_AUTH_MODE=token.
+    Set that (Ray's documented switch) where a token is at hand, so `RAY_ADDRESS=...
+    python studies/x.py` works unchanged; an explicit RAY_AUTH_MODE is left as it is."""
     if "RAY_AUTH_MODE" in os.environ:
         return
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+    if os.environ.get("RAY_AUTH_TOKEN") or os.path.isfile(path):
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def can_autoscale() -> bool:
+    """Whether the connected cluster can add nodes: Ray's cluster launcher leaves
+    ~/ray_bootstrap_config.yaml on the head (what Tune itself checks), and an autoscaler
+    (KubeRay, autoscaler v2) publishes node groups that may grow in the cluster config. Ray
+    has no public call for the latter, so a Ray without it reads as "cannot autoscale"."""
+    if os.path.exists(os.path.expanduser("~/ray_bootstrap_config.yaml")):
+        return True
     try:
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available)
-    except ImportError:                                     # a Ray without token auth
-        return
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+        import ray._private.state
+        config = ray._private.state.state.get_cluster_config()
+    except Exception:                                   # noqa: BLE001  (no such call: no)
+        return False
+    groups = getattr(config, "node_group_configs", None) or []
+    return any(g.max_count == -1 or g.max_count > g.min_count for g in groups
+               if g.resources and g.max_count != 0)
 
 
 def local_resources() -> dict:
@@ -71,10 +87,11 @@ class TrialResources:
 
 
 def trial_resources(cluster: dict, cpus: float | None, gpus: float | None,
-                    max_concurrent: int | None) -> TrialResources:
+                    max_concurrent: int | None, autoscales: bool = False) -> TrialResources:
     """Default: one CPU per trial, and the cluster's GPUs shared evenly by the trials that can
     run at once (none when it has none). Asking for GPUs the cluster lacks is an error, never
-    a trial left pending forever."""
+    a trial left pending forever, unless the cluster can autoscale (`can_autoscale`): then Ray
+    adds GPU nodes for the pending trials, and a warning says so."""
     have_cpus, have_gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
     cpus = 1.0 if cpus is None else cpus
     if not 0 < cpus <= have_cpus:
@@ -85,7 +102,13 @@ def trial_resources(cluster: dict, cpus: float | None, gpus: float | None,
         concurrency = min(concurrency, max_concurrent)
     if gpus is None:
         gpus = 0.0 if not have_gpus else min(1.0, have_gpus / concurrency)
-    if gpus < 0 or gpus > have_gpus or (gpus > 1 and gpus != int(gpus)):
+    if gpus > 1 and gpus != int(gpus):
+        raise ConfigError("--gpus-per-trial", gpus, "a trial asks for a fraction of one GPU "
+                          "or whole GPUs", "fractions below 1, whole numbers above")
+    if gpus > have_gpus and autoscales:
+        print(f"warning: --gpus-per-trial={gpus:g}: the cluster has {have_gpus:g} GPUs now; "
+              "trials wait until its autoscaler adds GPU nodes", file=sys.stderr)
+    elif gpus < 0 or gpus > have_gpus:
         raise ConfigError("--gpus-per-trial", gpus, f"the cluster has {have_gpus:g} GPUs",
                           "0" if not have_gpus else f"0 <= gpus <= {have_gpus:g} (fractions "
                           "below 1, whole numbers above)")

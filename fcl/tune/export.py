@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 
@@ -20,10 +21,14 @@ import pandas as pd
 from fcl.config import RunConfig, field_types
 from fcl.results_io import trial_rounds_frame, trial_row, write_parquet_atomic
 from fcl.tune.space import resolve
-from fcl.tune.trainable import load_result, versions
+from fcl.tune.trainable import load_result, seed_configs, versions
 
-# Columns of trials.parquet besides the config keys and the run summary.
-STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset")
+# Columns of trials.parquet besides the config keys and the run summary. The Tune columns join
+# a row to its trial in Tune's storage (TensorBoard, MLflow runs: the trial folder's name) and,
+# in an Optuna search, to optuna-dashboard's trial number.
+STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset", "tune_trial_id",
+                 "tune_trial_dir")
+OPTUNA_COLUMN = "optuna_trial"          # Int64; null outside Optuna searches
 VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "python_version")
 # The run summary's columns and types: present (NaN / null) even in a table of failed trials.
 SUMMARY_TYPES = {"acc": "float64", "bwt_f": "float64", "bwt_f_literal": "float64",
@@ -47,6 +52,7 @@ class TrialOutcome:
     versions: dict
     order: str                   # Ray's trial directory name: breaks ties between equal configs
     reached: dict = field(default_factory=dict)   # EARLY_STOPPED: round_reached, acc_reached
+    tune: dict = field(default_factory=dict)      # tune_trial_id, tune_trial_dir, optuna_trial
 
 
 @functools.cache
@@ -73,31 +79,60 @@ def error_line(error: BaseException) -> str:
     return f"{type(cause).__name__}: {text[0] if text else ''}".strip()
 
 
+def tune_ids(res) -> dict:
+    """Tune's trial id (from its reports, else the folder name `<trainable>_<id>_<n>_...`),
+    the trial's folder, and its Optuna trial number where a search drew it."""
+    folder = str(res.path)
+    trial_id = (res.metrics or {}).get("trial_id")
+    if not trial_id:
+        found = re.search(r"_([0-9a-f]{5}_\d{5})(_|$)", os.path.basename(folder))
+        trial_id = found.group(1) if found else ""
+    return {"tune_trial_id": trial_id, "tune_trial_dir": folder,
+            OPTUNA_COLUMN: (trial_config(res) or {}).get(OPTUNA_COLUMN)}
+
+
+def trial_config(res) -> dict | None:
+    """The trial's config: from its last report, else (a trial that failed before reporting,
+    read back by a resumed study) from the params.json Tune wrote in its folder; None for a
+    trial still pending when the study stopped."""
+    if res.config is not None or res.error is None:
+        return res.config
+    try:
+        with res.filesystem.open_input_stream(f"{res.path}/params.json") as f:
+            return json.loads(f.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
 def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
-    """Finished and failed trials of a Tune ResultGrid; also counts unfinished ones."""
+    """Finished and failed trials of a Tune ResultGrid (a row per seed where a trial ran
+    several); also counts unfinished ones."""
     out, unfinished = [], 0
     driver = {**versions(), "fcl_git": fcl_git()}
     for res in result_grid:
-        order = os.path.basename(str(res.path))
-        if res.config is None:       # never reported: still pending when the study stopped
+        order, config = os.path.basename(str(res.path)), trial_config(res)
+        if config is None:           # never reported: still pending when the study stopped
             unfinished += 1
             continue
-        cfg = resolve(base, res.config)
+        ids, metrics = tune_ids(res), res.metrics or {}
+        cfgs = seed_configs(resolve(base, config), int(metrics.get("seeds") or 1))
         if res.error is not None:
-            out.append(TrialOutcome(cfg, "ERROR", error_line(res.error), None, driver, order))
+            out += [TrialOutcome(c, "ERROR", error_line(res.error), None, driver, order,
+                                 tune=ids) for c in cfgs]
             continue
         loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
-        if loaded is None and (res.metrics or {}).get("done"):
+        if loaded is None and metrics.get("done"):
             # Tune marks a trial its scheduler stopped as done; a finished one has its result
-            reached = {"round_reached": res.metrics["round"], "acc_reached": res.metrics["acc"]}
-            out.append(TrialOutcome(cfg, "EARLY_STOPPED", "", None, driver, order, reached))
+            reached = {"round_reached": metrics["round"], "acc_reached": metrics["acc"]}
+            out += [TrialOutcome(c, "EARLY_STOPPED", "", None, driver, order, reached, ids)
+                    for c in cfgs]
             continue
         if loaded is None:
             unfinished += 1
             continue
-        result, meta = loaded
-        out.append(TrialOutcome(cfg, "TERMINATED", "", result, {**driver, **meta["versions"]},
-                                order))
+        results, meta = loaded
+        out += [TrialOutcome(r.config, "TERMINATED", "", r, {**driver, **meta["versions"]},
+                             order, tune=ids) for r in results]
     return out, unfinished
 
 
@@ -124,12 +159,15 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
         if t.result is not None:
             row.update(round_reached=t.config.rounds - 1, acc_reached=t.result.summary["acc"])
         row.update(t.reached)
+        row.update({k: "" for k in STUDY_COLUMNS if k.startswith("tune_")})
+        row.update({OPTUNA_COLUMN: None, **t.tune})
         rows.append(row)
         if t.result is not None:
             rounds.append(trial_rounds_frame(study, tid, t.result))
     types = field_types()
     metrics = metric_types([t.result.summary for t in trials if t.result is not None], types)
-    trials_df = typed_trials(pd.DataFrame(rows), types, metrics)
+    trials_df = typed_trials(pd.DataFrame(rows) if rows else empty_trials(types), types,
+                             metrics)
     keys = [k for k in sort_keys if k in trials_df] + ["trial_id"]
     trials_df = trials_df.sort_values(keys, kind="stable").reset_index(drop=True)
     rounds_df = pd.concat(rounds, ignore_index=True) if rounds else empty_rounds(types)
@@ -138,6 +176,13 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
                  .sort_values(["_order", "round", "task"], kind="stable")
                  .drop(columns="_order").reset_index(drop=True))
     return {"trials": trials_df, "rounds": rounds_df}
+
+
+def empty_trials(types: dict[str, type]) -> pd.DataFrame:
+    """trials.parquet of a study with no trial to show yet (all pending): no rows, every
+    column."""
+    cols = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN, *VERSION_COLUMNS, "schema_version"]
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
 
 
 def empty_rounds(types: dict[str, type]) -> pd.DataFrame:
@@ -162,8 +207,9 @@ def typed_trials(df: pd.DataFrame, types: dict[str, type], metrics: dict[str, st
         df[key] = df[key].astype(PANDAS_TYPE[typ])
     for col in (*STUDY_COLUMNS, *VERSION_COLUMNS):
         df[col] = df[col].astype("string")
+    df[OPTUNA_COLUMN] = df[OPTUNA_COLUMN].astype("Int64")
     df["schema_version"] = df["schema_version"].astype("int64")
-    head = [*STUDY_COLUMNS, *types]
+    head = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN]
     rest = [c for c in df.columns if c not in head and c not in VERSION_COLUMNS
             and c != "schema_version"]
     return df[[*head, *rest, *VERSION_COLUMNS, "schema_version"]]

@@ -14,6 +14,7 @@ final value and refuse it: those studies leave `Study.early_stopping` False.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fcl.config import ConfigError
@@ -64,11 +65,16 @@ def make_scheduler(opts: SchedulerOptions, rounds_per_phase: int, max_rounds: in
                          grace_period=grace, reduction_factor=opts.reduction_factor or 4.0)
 
 
-def describe(scheduler) -> str:
+def rungs(scheduler) -> list[float]:
+    """The rounds at which ASHA compares trials, smallest first, read from Ray's own
+    `debug_string()` ("Bracket: Iter 8.000: None | Iter 4.000: None | ...")."""
+    return sorted(float(m) for m in re.findall(r"Iter ([0-9.]+):", scheduler.debug_string()))
+
+
+def describe(scheduler, reduction_factor: float | None = None) -> str:
     """One line for the dry run and the study's metadata."""
     if scheduler is None:
         return "fifo"
-    # read back from Ray's bracket: the rungs it will really use
-    return (f"asha on acc, time attribute round, grace {scheduler._brackets[0]._rungs[-1][0]:g} "
-            f"rounds, reduction factor {scheduler._reduction_factor:g}, rungs at rounds "
-            + ", ".join(f"{m:g}" for m, _ in reversed(scheduler._brackets[0]._rungs)))
+    at = rungs(scheduler)
+    return (f"asha on acc, time attribute round, grace {at[0]:g} rounds, reduction factor "
+            f"{reduction_factor or 4.0:g}, rungs at rounds " + ", ".join(f"{m:g}" for m in at))

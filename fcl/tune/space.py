@@ -8,6 +8,10 @@ optimizer with its tau, LoRA rank with its alpha):
     {"client.lr": grid(0.01, 0.05),
      "opt": grid({"server.optimizer": "fedsgd"}, {"server.optimizer": "fedadam", "server.tau": 0.1})}
 
+A searched key may depend on another (a define-by-run space, Optuna searches only):
+`given("model.adapter", "lora", tune.choice([4, 8]))` is sampled only in trials whose
+`model.adapter` is "lora"; the others keep the base config's value.
+
 Everything here is checked against the config before any trial starts, so a bad key or value
 is one `ConfigError` line, never a failed trial.
 """
@@ -22,8 +26,22 @@ from typing import Any
 from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 from fcl.config import ConfigError, RunConfig, field_types, with_overrides
+from fcl.federated.participation import num_sampled
 
 Space = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Given:
+    """A searched key sampled only when `parent` takes one of `values`."""
+    parent: str
+    values: tuple
+    domain: Domain
+
+
+def given(parent: str, values: Any, domain: Domain) -> Given:
+    """`domain`, sampled only in trials whose `parent` key is `values` (one value or a list)."""
+    return Given(parent, tuple(values) if isinstance(values, (list, tuple)) else (values,), domain)
 
 
 def grid(*values: Any) -> dict:
@@ -76,6 +94,8 @@ def grid_points(space: Space) -> list[dict]:
 def representatives(value: Any) -> list[Any]:
     """Concrete values that stand for `value` when checking it: itself, each categorical
     choice, or both ends of a numeric range."""
+    if isinstance(value, Given):
+        return representatives(value.domain)
     if isinstance(value, Categorical):
         return list(value.categories)
     if isinstance(value, (Float, Integer)):
@@ -94,6 +114,8 @@ def check_space(space: Space, base: RunConfig) -> list[RunConfig]:
     grid point (random axes at their choices or range ends), which the caller checks further."""
     known = field_types(base)
     for key, value in space.items():
+        if isinstance(value, Given):
+            check_given(space, key, value)
         values = value["grid_search"] if is_grid(value) else [value]
         if not values:
             raise ConfigError(key, "[]", "empty grid", "at least one value")
@@ -119,18 +141,58 @@ def check_space(space: Space, base: RunConfig) -> list[RunConfig]:
     return configs
 
 
-def varying_keys(space: Space) -> list[str]:
-    """The config keys a study varies (variant axes expanded), in declaration order."""
+def check_given(space: Space, key: str, value: Given) -> None:
+    """The parent of a conditional key is a searched key, declared before it, that can take
+    the values the condition names."""
+    keys = list(space)
+    if value.parent not in keys[:keys.index(key)]:
+        raise ConfigError(key, f"given({value.parent!r}, ...)", "its parent is not a key "
+                          "declared before it", ", ".join(keys[:keys.index(key)]) or "none")
+    parent = space[value.parent]
+    can_take = representatives(parent) if isinstance(parent, Categorical) else (
+        [parent] if not isinstance(parent, Domain) else None)
+    bad = [v for v in value.values if can_take is not None and v not in can_take]
+    if bad:
+        raise ConfigError(key, f"given({value.parent!r}, {bad[0]!r})",
+                          f"{value.parent} never takes {bad[0]!r}",
+                          ", ".join(map(str, can_take)))
+
+
+def complete_variants(space: Space, base: RunConfig) -> Space:
+    """Each variant axis with every value holding the same keys (the ones it lacks at the base
+    config's values), so Tune's progress table can show every key of the axis in every row."""
+    flat = base.to_flat()
+    out = {}
+    for key, value in space.items():
+        if is_grid(value) and key not in config_keys() and all(
+                isinstance(v, dict) for v in value["grid_search"]):
+            keys = list(dict.fromkeys(k for v in value["grid_search"] for k in v))
+            value = grid(*({k: v.get(k, flat.get(k)) for k in keys}
+                           for v in value["grid_search"]))
+        out[key] = value
+    return out
+
+
+def display_columns(space: Space) -> dict[str, str]:
+    """Tune progress-table columns (a path into the trial config -> the config key it shows)
+    for every key the study varies: variant axes by `<axis>/<key>`."""
     known = config_keys()
-    keys: list[str] = []
+    columns: dict[str, str] = {}
     for key, value in space.items():
         values = value["grid_search"] if is_grid(value) else [value]
         if key in known:
-            if is_grid(value) or isinstance(value, Domain):
-                keys.append(key)
+            if is_grid(value) or isinstance(value, (Domain, Given)):
+                columns[key] = key
         else:
-            keys.extend(k for v in values if isinstance(v, dict) for k in v)
-    return list(dict.fromkeys(keys))
+            for v in values:
+                if isinstance(v, dict):
+                    columns.update({f"{key}/{k}": k for k in v})
+    return columns
+
+
+def varying_keys(space: Space) -> list[str]:
+    """The config keys a study varies (variant axes expanded), in declaration order."""
+    return list(dict.fromkeys(display_columns(space).values()))
 
 
 def data_signature(cfg: RunConfig) -> tuple:
@@ -157,13 +219,16 @@ def training_samples(cfg: RunConfig, train_images_per_task: float) -> float:
     """Expected samples a run trains on: R rounds x sampled clients x (1 - straggler
     probability) x K epochs x a client's shard (the task's images / N)."""
     n = cfg.data.num_clients
-    sampled = max(1, round(cfg.participation.fraction * n))
+    sampled = num_sampled(cfg.participation.fraction, n)
     shard = train_images_per_task / n
     return (cfg.rounds * sampled * (1 - cfg.participation.straggler_prob)
             * cfg.client.local_epochs * shard)
 
 
 def describe_value(value: Any) -> str:
+    if isinstance(value, Given):
+        cond = "/".join(map(str, value.values))
+        return f"{describe_value(value.domain)} if {value.parent}={cond}"
     if isinstance(value, float):
         return f"{value:g}" if math.isfinite(value) else str(value)
     if isinstance(value, Domain):

@@ -9,6 +9,7 @@ continues a study whose driver stopped, from that state and the trials' checkpoi
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -23,7 +24,7 @@ from fcl.config import ConfigError, RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset, load_dataset
 from fcl.data.federated import build_federated_data
 from fcl.presets import preset as run_preset
-from fcl.tune import cluster, schedulers, space as spaces
+from fcl.tune import cluster, schedulers, space as spaces, trackers
 from fcl.tune.space import Space, describe_value, grid_points, training_samples, varying_keys
 
 # Study trials at each preset: `fcl.presets` sizes, made smaller where a study of dozens of
@@ -82,6 +83,9 @@ class StudyOptions:
     max_failures: int = 2
     checkpoint_every: int | None = None
     scheduler: schedulers.SchedulerOptions = field(default_factory=schedulers.SchedulerOptions)
+    callbacks: tuple[str, ...] = ()      # trackers: tensorboard, mlflow, wandb (fcl.tune.trackers)
+    retry_errored: bool = False          # with resume: rerun trials that failed for good
+    command: str = ""                    # how the user ran it (for the --resume hint)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ class StudyOutcome:
     failed: int = 0
     unfinished: int = 0
     wall_s: float = 0.0
+    result_grid: Any = None           # Tune's ResultGrid (None for a dry run)
+    frames: dict = field(default_factory=dict)   # "trials", "rounds": the exported DataFrames
+    interrupted: bool = False         # stopped by Ctrl-C (or SIGTERM); continue with --resume
 
 
 def base_config(opts: StudyOptions, study_base: dict, run_presets: dict | None = None
@@ -136,10 +143,35 @@ def images_per_task(cfg: RunConfig, ds: ImageDataset) -> float:
     return float(counts.sum()) / cfg.data.num_tasks
 
 
+# Config keys `training_samples` reads: a searched one changes what a trial costs.
+COST_KEYS = ("rounds", "client.local_epochs", "participation.straggler_prob",
+             "participation.fraction", "data.num_clients", "data.num_tasks",
+             "data.train_per_class")
+
+
+def point_cost(point: dict, base: RunConfig, datasets: dict) -> tuple[float, float, dict]:
+    """(mean, max, the costliest values) of the training samples of one trial at grid point
+    `point`: its sampled cost keys at every combination of their representatives (both ends
+    of a range, every choice), so the mean is that of draws spread evenly over the ranges."""
+    fixed = {k: v for k, v in point.items() if not isinstance(v, (spaces.Domain, spaces.Given))}
+    sampled = {k: spaces.representatives(v) for k, v in point.items()
+               if k in COST_KEYS and k not in fixed}
+    costs = []
+    for combo in itertools.product(*sampled.values()):
+        values = dict(zip(sampled, combo))
+        cfg = spaces.resolve(base, {**fixed, **values})
+        ds = datasets[spaces.dataset_key(cfg)]
+        costs.append((training_samples(cfg, images_per_task(cfg, ds)), values))
+    top = max(costs, key=lambda c: c[0])
+    return sum(c for c, _ in costs) / len(costs), top[0], top[1]
+
+
 def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
-               concurrent: int, threads: int, gpus: float, searched: bool) -> tuple[int, str]:
+               concurrent: int, threads: int, gpus: float, searched: bool,
+               seeds_per_trial: int = 1) -> tuple[int, str]:
     """The dry run: one line per grid point (x num_samples), or the searched ranges, and the
-    expected cost in training samples (and minutes, where a CPU rate is known)."""
+    expected cost in training samples (and minutes, where a CPU rate is known). Sampled keys
+    are priced over their ranges: the mean of draws spread evenly, and the most they can cost."""
     points = grid_points(space)
     trials = num_samples if searched else len(points) * num_samples
     if searched:
@@ -150,22 +182,29 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
         rows = [["#"] + keys] + cells
         widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
         lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    samples = 0.0
-    for point in points:
-        cfg = spaces.resolve(base, {k: v for k, v in point.items()
-                                    if not isinstance(v, spaces.Domain)})
-        samples += training_samples(cfg, images_per_task(cfg, datasets[spaces.dataset_key(cfg)]))
-    samples *= trials / len(points)
+    priced = [point_cost(p, base, datasets) for p in points]
+    scale = trials / len(points) * seeds_per_trial
+    mean, most = sum(p[0] for p in priced) * scale, sum(p[1] for p in priced) * scale
     repeat = f" x {num_samples} samples" if num_samples > 1 and not searched else ""
-    cost = f"{trials} trials{repeat}; {samples:,.0f} training samples in all"
+    repeat += f" x {seeds_per_trial} seeds each" if seeds_per_trial > 1 else ""
+    cost = f"{trials} trials{repeat}; {mean:,.0f} training samples in all"
+    costliest = {k: v for p in priced for k, v in p[2].items()}
+    if most > mean:
+        cost += (f" for draws spread evenly over the ranges, at most {most:,.0f} (" +
+                 ", ".join(f"{k}={describe_value(v)}" for k, v in costliest.items()) + ")")
     rate = CPU_SAMPLES_PER_S.get(base.model.backbone)
     if rate and not gpus:
         rate *= (16 / base.model.width) ** 2          # measured at width 16; cost ~ width^2
-        minutes = samples / (rate * threads * concurrent) / 60
-        cost += (f"; about {minutes:.0f} min at {concurrent} trials at a time "
+        minutes = [_minutes(n / (rate * threads * concurrent) / 60) for n in (mean, most)]
+        upto = f" (at most {minutes[1]})" if most > mean else ""
+        cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time "
                  f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone} "
                  f"at width 16 and scaled)")
     return trials, "\n".join(lines + [cost])
+
+
+def _minutes(m: float) -> str:
+    return f"{m:.1f}" if m < 10 else f"{m:.0f}"
 
 
 def experiment_fs(path: str) -> tuple[pyarrow.fs.FileSystem, str]:
@@ -205,19 +244,14 @@ def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
 
     `base`: config overrides the study always applies (before the user's `--set`);
     `searcher`: None for grids and random draws, "optuna" for an Optuna TPE search;
-    `early_stopping`: whether `opts.scheduler` may be ASHA (`Study.early_stopping`)."""
+    `early_stopping`: whether `opts.scheduler` may be ASHA (`Study.early_stopping`).
+    Returns the counts, the exported frames and Tune's `ResultGrid` (`StudyOutcome`)."""
     t0 = time.perf_counter()
     out = out or sys.stdout
     schedulers.check(opts.scheduler, name, early_stopping)
+    trackers.check(opts.callbacks)
     cfg = base_config(opts, base or {}, run_presets)
-    if searcher is not None:
-        if opts.seeds not in (None, 1):
-            raise ConfigError("--seeds", opts.seeds, "a search draws its own trials; it runs "
-                              "each at the base seed", "1 (or --set seed=N)")
-    else:
-        space = spaces.with_seeds(space, cfg.seed, opts.seeds or DEFAULT_SEEDS.get(opts.preset, 3))
-    if opts.num_samples < 1:
-        raise ConfigError("--num-samples", opts.num_samples, "out of range", ">= 1")
+    space = study_space(space, cfg, opts, searcher)
     configs = spaces.check_space(space, cfg)
     max_rounds = max(c.rounds for c in configs)
     scheduler = schedulers.make_scheduler(opts.scheduler, cfg.rounds_per_phase, max_rounds)
@@ -231,118 +265,217 @@ def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
                                       opts.max_concurrent)
     if opts.dry_run:
         if address is not None:
-            have = _connected_resources(address)
+            have, autoscales = _connected_resources(address)
             res = cluster.trial_resources(have, opts.cpus_per_trial, opts.gpus_per_trial,
-                                          opts.max_concurrent)
+                                          opts.max_concurrent, autoscales)
         n = cluster.concurrency(have, res, opts.max_concurrent)
         trials, table = plan_table(space, cfg, opts.num_samples, datasets, n, res.threads,
-                                   res.gpus, searcher is not None)
+                                   res.gpus, searcher is not None, trial_seeds(opts, searcher))
         print(f"study {name} (preset {opts.preset}): {res.cpus:g} CPU / {res.gpus:g} GPU per "
               f"trial\n{table}", file=out)
         if scheduler is not None:
-            print(f"scheduler: {schedulers.describe(scheduler)} (the cost above is the most "
-                  "it can take)", file=out)
+            print(f"scheduler: {schedulers.describe(scheduler, opts.scheduler.reduction_factor)}"
+                  " (the cost above is the most it can take)", file=out)
         return StudyOutcome(trials)
 
+    state = claim_state(name, opts, searcher)      # refuses a rerun before Ray starts
     started = cluster.connect(address)
     try:
-        return _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0, scheduler)
+        return _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0, scheduler,
+                               state)
     finally:
         if started:
             import ray
             ray.shutdown()
 
 
-def _connected_resources(address: str | None) -> dict:
+def study_space(space: Space, cfg: RunConfig, opts: StudyOptions, searcher: str | None
+                ) -> Space:
+    """The space Tune runs: a grid gets its seeds as one more axis; a search runs each draw
+    at `trial_seeds` seeds inside the trial, and its conditional keys need Optuna's
+    define-by-run space."""
+    if opts.num_samples < 1:
+        raise ConfigError("--num-samples", opts.num_samples, "out of range", ">= 1")
+    if searcher is not None:
+        if "seed" in space:
+            raise ConfigError("--seeds", opts.seeds, "the study's space already varies `seed`",
+                              "leave --seeds out for this study")
+        return space
+    conditional = [k for k, v in space.items() if isinstance(v, spaces.Given)]
+    if conditional:
+        raise ConfigError(conditional[0], "given(...)", "conditional keys need a searcher "
+                          "that samples define-by-run", "searcher='optuna' in the Study")
+    return spaces.with_seeds(space, cfg.seed, opts.seeds or DEFAULT_SEEDS.get(opts.preset, 3))
+
+
+@dataclass(frozen=True)
+class TuneState:
+    """Where Tune keeps a study's state, and what is there."""
+    storage: str
+    path: str                  # <storage>/<study>
+    can_restore: bool
+    optuna_url: str
+    optuna_name: str
+
+
+def trial_seeds(opts: StudyOptions, searcher: str | None) -> int:
+    """Seeds each trial runs itself: a search's `--seeds` (the objective is their mean);
+    a grid's seeds are trials of their own (one grid axis)."""
+    return (opts.seeds or 1) if searcher is not None else 1
+
+
+def claim_state(name: str, opts: StudyOptions, searcher: str | None) -> TuneState:
+    """Check (and with --fresh, discard) the study's earlier state; refuses a rerun of a study
+    that has state unless --resume or --fresh says what to do with it. Needs no Ray."""
+    from ray import tune
+
+    from fcl.tune import searchers
+    storage = opts.storage or os.path.join(os.path.abspath(opts.results), ".tune")
+    if "://" not in storage:
+        storage = os.path.abspath(storage)
+    path = storage.rstrip("/") + "/" + name
+    state = TuneState(storage, path, tune.Tuner.can_restore(path),
+                      searchers.storage_url(opts.results),
+                      searchers.optuna_study_name(name, opts.objective))
+    stale_optuna = searcher == "optuna" and searchers.optuna_study_exists(state.optuna_url,
+                                                                          state.optuna_name)
+    if opts.fresh:
+        remove_experiment(path)
+        if searcher == "optuna":
+            searchers.delete_optuna_study(state.optuna_url, state.optuna_name)
+        return TuneState(storage, path, False, state.optuna_url, state.optuna_name)
+    if not opts.resume and (state.can_restore or stale_optuna):
+        raise ConfigError("--resume", "off", f"study {name} already has state in {path}",
+                          "--resume to continue it, or --fresh to discard it")
+    if opts.retry_errored and not state.can_restore:
+        raise ConfigError("--retry-errored", "on", f"study {name} has no Tune state in {path}",
+                          "run the study first")
+    return state
+
+
+def _connected_resources(address: str | None) -> tuple[dict, bool]:
     import ray
     started = cluster.connect(address)
     try:
-        return ray.cluster_resources()
+        return ray.cluster_resources(), cluster.can_autoscale()
     finally:
         if started:
             ray.shutdown()
 
 
-def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0,
-                    scheduler=None) -> StudyOutcome:
+def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0, scheduler,
+                    state: TuneState) -> StudyOutcome:
     import ray
-    from ray import tune
 
-    from fcl.tune import export, searchers
-    from fcl.tune.trainable import train_trial
+    from fcl.tune import export, progress
 
     res = cluster.trial_resources(ray.cluster_resources(), opts.cpus_per_trial,
-                                  opts.gpus_per_trial, opts.max_concurrent)
+                                  opts.gpus_per_trial, opts.max_concurrent,
+                                  cluster.can_autoscale())
     if not cfg.run.threads:
         cfg = with_overrides(cfg, {"run.threads": res.threads})
-    storage = opts.storage or os.path.join(os.path.abspath(opts.results), ".tune")
-    if "://" not in storage:
-        storage = os.path.abspath(storage)
-    exp_path = storage.rstrip("/") + "/" + name
-    meta = {"study": name, "preset": opts.preset, "base": cfg.to_flat(),
-            "space": {k: describe_value(v) if not spaces.is_grid(v) else
-                      [describe_value(x) for x in v["grid_search"]] for k, v in space.items()},
-            "num_samples": opts.num_samples, "searcher": searcher, "objective": opts.objective,
-            "scheduler": schedulers.describe(scheduler)}
-    optuna_name = searchers.optuna_study_name(name, opts.objective)
-    optuna_url = searchers.storage_url(opts.results)
-    can_restore = tune.Tuner.can_restore(exp_path)
-    stale_optuna = searcher == "optuna" and searchers.optuna_study_exists(optuna_url, optuna_name)
-    if opts.fresh:
-        remove_experiment(exp_path)
-        if searcher == "optuna":
-            searchers.delete_optuna_study(optuna_url, optuna_name)
-        can_restore = False
-    elif not opts.resume and (can_restore or stale_optuna):
-        raise ConfigError("--resume", "off", f"study {name} already has state in {exp_path}",
-                          "--resume to continue it, or --fresh to discard it")
-    if opts.resume and can_restore:
-        old = read_meta(exp_path)
-        if old is not None and old["base"] != meta["base"]:
-            diff = sorted(k for k in meta["base"] if old["base"].get(k) != meta["base"][k])
-            raise ConfigError("--resume", ",".join(diff), "differs from the interrupted study's "
-                              "config", "the same --preset/--set/--cpus-per-trial, or --fresh")
-    write_meta(exp_path, meta)
-
-    trainable = tune.with_resources(
-        tune.with_parameters(train_trial, base=cfg, datasets=datasets,
-                             checkpoint_every=opts.checkpoint_every or max(1, cfg.rounds // 10)),
-        res.as_dict())
-    keys = varying_keys(space)
-    reporter = tune.CLIReporter(
-        parameter_columns={k: k for k in keys},
-        metric_columns={"training_iteration": "rounds", "acc": "ACC", "bytes": "bytes"},
-        max_report_frequency=30, max_progress_rows=40, max_column_length=16)
-    run_config = tune.RunConfig(
-        name=name, storage_path=storage, verbose=1, progress_reporter=reporter,
-        failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=1))
-    if opts.resume and can_restore:
-        print(f"resuming study {name} from {exp_path}", file=out, flush=True)
-        tuner = tune.Tuner.restore(exp_path, trainable, resume_unfinished=True,
-                                   resume_errored=False)
-    else:
-        search_alg = None
-        if searcher == "optuna":
-            search_alg = searchers.optuna_searcher(name, opts.objective, opts.results, cfg.seed,
-                                                   opts.max_concurrent)
-        tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
-                                      scheduler=scheduler,
-                                      max_concurrent_trials=opts.max_concurrent,
-                                      reuse_actors=True)
-        tuner = tune.Tuner(trainable, param_space=space, tune_config=tune_config,
-                           run_config=run_config)
-    grid = tuner.fit()
+    meta = study_meta(name, space, cfg, opts, searcher, scheduler)
+    check_resume(name, state, opts, meta)
+    write_meta(state.path, meta)
+    if searcher == "optuna":
+        from fcl.tune.searchers import dashboard_command
+        print(f"optuna: {dashboard_command(opts.results)}", file=out, flush=True)
+    tuner = make_tuner(name, space, cfg, opts, datasets, searcher, scheduler, state, res, out)
+    with progress.quiet_interrupt() as interrupted:
+        grid = tuner.fit()
 
     trials, unfinished = export.outcomes(grid, cfg)
-    frames = export.study_frames(name, opts.preset, trials, keys)
-    paths = export.write_study(frames, os.path.join(opts.results, name))
+    frames = export.study_frames(name, opts.preset, trials, varying_keys(space))
     df = frames["trials"]
+    failed = int((df["status"] == "ERROR").sum())
+    if interrupted:          # the Parquet files wait for the study to complete (--resume)
+        outcome = StudyOutcome(len(grid), (), len(df) - failed, failed, unfinished,
+                               time.perf_counter() - t0, grid, frames, True)
+        print(interrupted_line(outcome, opts), file=sys.stderr)
+        return outcome
+    paths = export.write_study(frames, os.path.join(opts.results, name))
+    outcome = StudyOutcome(len(grid), tuple(paths), len(df) - failed, failed, unfinished,
+                           time.perf_counter() - t0, grid, frames)
     print(export.summary_line(df), file=out)
     for p in paths:
         print(f"wrote {p}", file=out)
     if unfinished:
         print(f"{unfinished} trials did not finish; run again with --resume", file=out)
-    failed = int((df["status"] == "ERROR").sum())
-    return StudyOutcome(len(grid), tuple(paths), len(df) - failed, failed, unfinished,
-                        time.perf_counter() - t0)
+    return outcome
+
+
+def check_resume(name: str, state: TuneState, opts: StudyOptions, meta: dict) -> None:
+    if not (opts.resume and state.can_restore):
+        return
+    old = read_meta(state.path)
+    if old is None:
+        return
+    new = {**meta["base"], "--seeds": meta["trial_seeds"]}
+    was = {**old["base"], "--seeds": old.get("trial_seeds", 1)}
+    diff = sorted(k for k in new if was.get(k) != new[k])
+    if diff:
+        raise ConfigError("--resume", ",".join(diff), "differs from the interrupted study's "
+                          "config", "the same --preset/--set/--seeds/--cpus-per-trial, or "
+                          "--fresh")
+
+
+def study_meta(name, space, cfg, opts, searcher, scheduler) -> dict:
+    return {"study": name, "preset": opts.preset, "base": cfg.to_flat(),
+            "space": {k: describe_value(v) if not spaces.is_grid(v) else
+                      [describe_value(x) for x in v["grid_search"]] for k, v in space.items()},
+            "num_samples": opts.num_samples, "searcher": searcher, "objective": opts.objective,
+            "trial_seeds": trial_seeds(opts, searcher),
+            "scheduler": schedulers.describe(scheduler, opts.scheduler.reduction_factor)}
+
+
+def progress_reporter(space: Space, searcher: str | None):
+    """Tune's table with the config keys the study varies (a variant axis's keys read from
+    inside it), the Optuna trial number of a search, and the rounds each trial has done."""
+    from fcl.tune.progress import Reporter
+    from fcl.tune.searchers import TRIAL_NUMBER
+    columns = ({TRIAL_NUMBER: "optuna #"} if searcher == "optuna" else {})
+    columns.update(spaces.display_columns(space))
+    return Reporter(
+        parameter_columns=columns,
+        metric_columns={"training_iteration": "rounds done", "acc": "ACC", "bytes": "bytes"},
+        max_report_frequency=30, max_progress_rows=40, max_column_length=16)
+
+
+def make_tuner(name, space, cfg, opts, datasets, searcher, scheduler, state: TuneState, res,
+               out):
+    from ray import tune
+
+    from fcl.tune import searchers, trackers
+    from fcl.tune.trainable import train_trial
+    trainable = tune.with_resources(
+        tune.with_parameters(train_trial, base=cfg, datasets=datasets,
+                             checkpoint_every=opts.checkpoint_every or max(1, cfg.rounds // 10),
+                             seeds=trial_seeds(opts, searcher)),
+        res.as_dict())
+    run_config = tune.RunConfig(
+        name=name, storage_path=state.storage, verbose=1,
+        progress_reporter=progress_reporter(space, searcher),
+        callbacks=trackers.callbacks(opts.callbacks, name, opts.results),
+        failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=1))
+    if opts.resume and state.can_restore:
+        print(f"resuming study {name} from {state.path}", file=out, flush=True)
+        return tune.Tuner.restore(state.path, trainable, resume_unfinished=True,
+                                  resume_errored=opts.retry_errored)
+    search_alg, param_space = None, spaces.complete_variants(space, cfg)
+    if searcher == "optuna":
+        search_alg = searchers.optuna_searcher(name, opts.objective, opts.results, cfg.seed,
+                                               opts.max_concurrent, space)
+        param_space = {}                     # the searcher's define-by-run space holds it all
+    tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
+                                  scheduler=scheduler, max_concurrent_trials=opts.max_concurrent,
+                                  reuse_actors=True)
+    return tune.Tuner(trainable, param_space=param_space, tune_config=tune_config,
+                      run_config=run_config)
+
+
+def interrupted_line(outcome: StudyOutcome, opts: StudyOptions) -> str:
+    command = opts.command or "the same command"
+    resume = command if "--resume" in command.split() else f"{command} --resume"
+    return (f"interrupted: {outcome.finished} of {outcome.trials} trials finished "
+            f"({outcome.unfinished} to go); continue with: {resume}")

@@ -1,9 +1,10 @@
 """One Tune trial = one engine run, reported every round and checkpointed every few rounds.
 
-Checkpoints hold the engine's `RunState` (server params, buffers and optimizer moments per
-task, the accuracy matrix, the records so far); every random stream of a run is derived from
-(seed, round, client), so a trial resumed from one finishes bit-identical to an uninterrupted
-trial. The last report carries a checkpoint with the whole `RunResult`: the driver builds the
+Checkpoints hold the engine's `RunState` of each seed (server params, buffers and optimizer
+moments per task, the accuracy matrix, the records so far); every random stream of a run is
+derived from (seed, round, client), so a trial resumed from one finishes bit-identical to an
+uninterrupted trial. A trial of several seeds (a search's `--seeds N`) runs them in lockstep
+and reports their mean every round. The last report carries a checkpoint with the whole `RunResult`: the driver builds the
 Parquet rows from it, and a trial restored from it (the driver died after it finished) just
 reports it again.
 """
@@ -20,13 +21,15 @@ import time
 import torch
 from ray import tune
 
-from fcl.config import RunConfig
+from fcl.config import RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset, load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
 from fcl.engine import RunResult, RunState, run
 from fcl.tune.space import data_signature, dataset_key, resolve
 
 STATE_FILE, RESULT_FILE, META_FILE = "run_state.pt", "run_result.pt", "meta.json"
+FINISHED = "finished"    # True in a trial's last report only when it ran all its rounds (a
+#                          trial the scheduler stops never reports it; Tune's `done` can't tell)
 
 # Per worker process: prepared data by signature (a reused actor keeps it between trials).
 _PREPARED: dict[tuple, FederatedData] = {}
@@ -65,6 +68,56 @@ def round_metrics(records, bytes_total: int, wall_s: float) -> dict:
             "bytes": bytes_total, "wall_s": wall_s}
 
 
+def mean_metrics(per_seed: list[dict]) -> dict:
+    """One report for a trial of several seeds: each number the mean over the seeds (so the
+    scheduler and the searcher compare configurations, not lucky seeds)."""
+    out = dict(per_seed[0])
+    for key, value in out.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = sum(m[key] for m in per_seed) / len(per_seed)
+    return {**out, "round": per_seed[0]["round"], "seeds": len(per_seed)}
+
+
+class _Paused(Exception):
+    def __init__(self, state: RunState):
+        super().__init__()
+        self.state = state
+
+
+class SeedRun:
+    """One seed of a trial, advanced one round at a time (several seeds of a trial move in
+    lockstep, so each report covers the same round of all of them). A round is the engine's
+    own resume step: every random stream derives from (seed, round, client), so a run advanced
+    round by round is bit-identical to one run straight through."""
+
+    def __init__(self, cfg: RunConfig, datasets: dict, state: RunState | None):
+        from fcl.compute_mode import ComputeMode
+        from fcl.engine import resolve_device
+        from fcl.models.factory import build_model
+        self.cfg, self.state, self.result = cfg, state, None
+        data = federated_data(cfg, datasets)
+        self.model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+        self.data = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device)).data(data)
+
+    @property
+    def next_round(self) -> int:
+        return self.state.next_round if self.state is not None else 0
+
+    def step(self) -> None:
+        """Train the next round; after the last one `result` holds the whole run."""
+        last = self.cfg.rounds - 1
+
+        def pause(record: dict, state: RunState) -> None:
+            if record["round"] < last:
+                raise _Paused(state)
+
+        try:
+            self.result = run(self.cfg, on_round=pause, data=self.data, resume=self.state,
+                              model=self.model)
+        except _Paused as paused:
+            self.state = paused.state
+
+
 def _save(obj, name: str, meta: dict) -> tempfile.TemporaryDirectory:
     tmp = tempfile.TemporaryDirectory(prefix="fcl-ckpt-")
     torch.save(obj, os.path.join(tmp.name, name))
@@ -73,56 +126,78 @@ def _save(obj, name: str, meta: dict) -> tempfile.TemporaryDirectory:
     return tmp
 
 
-def _load(checkpoint: tune.Checkpoint) -> tuple[str, object, dict]:
+def _load(checkpoint: tune.Checkpoint) -> tuple[str, list, dict]:
+    """(file name, the seeds' RunStates or RunResults, meta) of a trial's checkpoint."""
     with checkpoint.as_directory() as d:
         with open(os.path.join(d, META_FILE)) as f:
             meta = json.load(f)
         name = RESULT_FILE if os.path.exists(os.path.join(d, RESULT_FILE)) else STATE_FILE
-        return name, torch.load(os.path.join(d, name), weights_only=False), meta
+        obj = torch.load(os.path.join(d, name), weights_only=False)
+        return name, obj if isinstance(obj, list) else [obj], meta
 
 
-def load_result(checkpoint: tune.Checkpoint) -> tuple[RunResult, dict] | None:
-    """The finished run in a trial's last checkpoint (None if the trial did not finish)."""
+def load_result(checkpoint: tune.Checkpoint) -> tuple[list[RunResult], dict] | None:
+    """The finished runs (one per seed) in a trial's last checkpoint (None if the trial did
+    not finish)."""
     name, obj, meta = _load(checkpoint)
     return (obj, meta) if name == RESULT_FILE else None
 
 
-def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every: int) -> None:
-    """The Tune function trainable (bound with `tune.with_parameters`)."""
+def seed_configs(cfg: RunConfig, seeds: int) -> list[RunConfig]:
+    return [cfg] if seeds == 1 else [with_overrides(cfg, {"seed": cfg.seed + i})
+                                     for i in range(seeds)]
+
+
+def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every: int,
+                seeds: int = 1) -> None:
+    """The Tune function trainable (bound with `tune.with_parameters`): the trial's config at
+    `seeds` seeds (seed, seed+1, ...), reported every round as the mean over them."""
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)  # per checkpoint
-    cfg = resolve(base, config)
-    resume, wall_before = None, 0.0
+    cfgs = seed_configs(resolve(base, config), seeds)
+    states, wall_before = [None] * len(cfgs), 0.0
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         name, obj, meta = _load(checkpoint)
         if name == RESULT_FILE:                      # finished before the driver restarted
             tune.report(meta["final_metrics"], checkpoint=checkpoint)
             return
-        resume, wall_before = obj, meta["wall_s"]
-    data = federated_data(cfg, datasets)
+        states, wall_before = obj, meta["wall_s"]
+    runs = [SeedRun(c, datasets, s) for c, s in zip(cfgs, states)]
     t0 = time.perf_counter()
-    last = cfg.rounds - 1
-
-    def on_round(record: dict, state: RunState) -> None:
-        if record["round"] == last:                  # reported below, with the whole result
-            return
+    while runs[0].next_round < cfgs[0].rounds - 1:
+        for r in runs:
+            r.step()
         wall = wall_before + time.perf_counter() - t0
-        metrics = round_metrics(state.records, state.bytes_up + state.bytes_down, wall)
-        if (record["round"] + 1) % checkpoint_every:
+        metrics = mean_metrics([round_metrics(r.state.records, r.state.bytes_up +
+                                              r.state.bytes_down, wall) for r in runs])
+        if runs[0].next_round % checkpoint_every:
             tune.report(metrics)
-            return
-        with _save(state, STATE_FILE, {"wall_s": wall, "next_round": state.next_round}) as d:
+            continue
+        with _save([r.state for r in runs], STATE_FILE,
+                   {"wall_s": wall, "next_round": runs[0].next_round}) as d:
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
-
-    result = run(cfg, on_round=on_round, data=data, resume=resume)
+    for r in runs:
+        r.step()                                     # the last round: the whole result
     wall = wall_before + time.perf_counter() - t0
-    summary = {**result.summary, "wall_s": wall,
-               "samples_per_s": result.summary["samples"] / wall if wall > 0 else math.nan}
-    result = RunResult(result.config, result.records, result.task_records, result.accuracy,
-                       summary)
-    final = {**round_metrics(result.records, summary["bytes_up"] + summary["bytes_down"], wall),
-             **{k: v for k, v in summary.items() if isinstance(v, (int, float))}, "done": True}
+    results = [finished(r.result, wall / len(runs)) for r in runs]
+    final = {**mean_metrics([final_metrics(res) for res in results]), "wall_s": wall,
+             "done": True, FINISHED: True}
     meta = {"wall_s": wall, "final_metrics": final, "versions": versions()}
-    with _save(result, RESULT_FILE, meta) as d:
+    with _save(results, RESULT_FILE, meta) as d:
         tune.report(final, checkpoint=tune.Checkpoint.from_directory(d))
 
+
+def finished(result: RunResult, wall: float) -> RunResult:
+    """The run's result with the trial's wall time (the engine's covers its last call only)."""
+    summary = {**result.summary, "wall_s": wall,
+               "samples_per_s": result.summary["samples"] / wall if wall > 0 else math.nan}
+    return RunResult(result.config, result.records, result.task_records, result.accuracy,
+                     summary)
+
+
+def final_metrics(result: RunResult) -> dict:
+    summary = result.summary
+    return {**round_metrics(result.records, summary["bytes_up"] + summary["bytes_down"],
+                            summary["wall_s"]),
+            **{k: v for k, v in summary.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}}
