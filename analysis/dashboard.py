@@ -1,12 +1,15 @@
-"""One self-contained interactive HTML page comparing server optimizers across stored studies.
+"""One self-contained interactive HTML page of the stored studies, each shown as what it is.
 
     python analysis/dashboard.py --results results/ --out dashboard.html
 
-Open the file in any browser, offline: plotly.js is inlined. A selector picks a study and data
-set; each view shows ACC and BWT_f per setting with 95% intervals over seeds (x: the optimizer
-when it varies, colour: eta), per-round accuracy of every task with the phase boundaries, client
-drift (Eq. 2) over rounds, and, where the bytes sent differ between settings (the FLoCoRA
-studies), bytes against accuracy with the Pareto front.
+Open the file in any browser, offline: plotly.js is inlined. The page is titled after the
+studies it holds; a selector picks a study and data set (`dashboard.html#view-2` opens the
+third). A grid's view shows ACC and BWT_f per setting with 95% intervals over seeds (x: the
+optimizer when it varies, colour: eta), per-round accuracy of every task with the phase
+boundaries, client drift (Eq. 2) over rounds, and, where the bytes sent differ between settings
+(the FLoCoRA studies), bytes against accuracy with the Pareto front. A search's view
+(`analysis/dashboard_search.py`) shows its trials in the order Optuna drew them with the best
+so far, the sampled keys against ACC, and the trials ASHA stopped early.
 
 The page records its own script errors and the number of charts it drew in attributes of
 <body> (`data-errors`, `data-charts-expected`, `data-charts-rendered`), so a headless browser
@@ -15,6 +18,7 @@ test can read them from the DOM.
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import json
 import sys
@@ -29,7 +33,7 @@ import plotly.graph_objects as go  # noqa: E402
 from plotly.offline import get_plotlyjs  # noqa: E402
 from plotly.utils import PlotlyJSONEncoder  # noqa: E402
 
-from analysis import drift_figures  # noqa: E402
+from analysis import dashboard_search, drift_figures  # noqa: E402
 from analysis.seed_stats import per_trial_round, seed_summary  # noqa: E402
 from analysis.study_tables import (MissingStudy, SchemaError, Study, fmt_value,  # noqa: E402
                                    load_study, varying_settings)
@@ -51,6 +55,18 @@ class View:
     key: str                 # "<study>/<data set>"
     title: str
     charts: list[dict]       # plotly figure specs (data + layout)
+    note: str = ""           # one line under the title: what the study is, how to read it
+
+
+def study_doc(name: str) -> str:
+    """The first paragraph of studies/<name>.py's docstring, as one line ("" where there is no
+    such script)."""
+    path = Path(__file__).resolve().parent.parent / "studies" / f"{name}.py"
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    except (OSError, SyntaxError):
+        return ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
 
 
 def _label(row: pd.Series, keys: list[str]) -> str:
@@ -166,7 +182,23 @@ def _pareto(trials: pd.DataFrame, keys: list[str]) -> go.Figure:
     return fig
 
 
+def search_views(study: Study) -> list[View]:
+    """A search as a search: one view of every trial it ran (early-stopped ones included)."""
+    raw = pd.read_parquet(study.folder / "trials.parquet")
+    charts = dashboard_search.search_charts(raw)
+    mb = study.trials["bytes_up"] + study.trials["bytes_down"]
+    if mb.nunique() > 1:
+        charts.append(_pareto(study.trials, dashboard_search.sampled_keys(study.trials)[:2]))
+    stopped = int((raw["status"] == "EARLY_STOPPED").sum())
+    title = (f"{study.name} · search ({raw['optuna_trial'].nunique()} Optuna trials, "
+             f"{stopped} stopped early)")
+    return [View(f"{study.name}/search", title, [c.to_plotly_json() for c in charts],
+                 study_doc(study.name))]
+
+
 def study_views(study: Study) -> list[View]:
+    if dashboard_search.is_search(study.trials):
+        return search_views(study)
     views = []
     for dataset, trials in study.trials.groupby("dataset", sort=True):
         keys = varying_settings(trials, exclude=("dataset",))
@@ -185,7 +217,9 @@ def study_views(study: Study) -> list[View]:
         if study.name.startswith("flocora") or mb.nunique() > 1:
             charts.append(_pareto(trials, keys))
         views.append(View(f"{study.name}/{dataset}", f"{study.name} · {dataset} "
-                          f"({len(trials)} trials)", [c.to_plotly_json() for c in charts]))
+                          f"({len(trials)} trials)", [c.to_plotly_json() for c in charts],
+                          study_doc(study.name) + " Bars: mean over seeds with 95% "
+                          "t-intervals."))
     return views
 
 
@@ -194,7 +228,7 @@ def stored_studies(results: Path) -> list[str]:
 
 
 PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>fcl: server optimizers</title>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <script>
 window.__errors = [];
 function __note() {{ if (document.body) document.body.setAttribute("data-errors", String(window.__errors.length)); }}
@@ -207,8 +241,8 @@ window.addEventListener("unhandledrejection", function (e) {{ window.__errors.pu
 <style>body{{font-family:sans-serif;margin:1em 2em}} .view{{display:none}} .view.on{{display:block}}
 .chart{{width:100%;max-width:1100px}} select{{font-size:1em}}</style></head>
 <body data-errors="0" data-charts-expected="{n_charts}" data-charts-rendered="0">
-<h1>Server optimizers in federated continual learning</h1>
-<p>From {results}: {summary}. Bars: mean over seeds with 95% t-intervals.</p>
+<h1>{title}</h1>
+<p>From {results}: {summary}.</p>
 <label>study / data set: <select id="view-select">{options}</select></label>
 {views}
 <script id="specs" type="application/json">{specs}</script>
@@ -226,13 +260,24 @@ window.addEventListener("unhandledrejection", function (e) {{ window.__errors.pu
     document.body.setAttribute("data-charts-rendered", String(n));
   }});
   var select = document.getElementById("view-select");
-  select.addEventListener("change", function () {{
-    document.querySelectorAll(".view").forEach(function (v) {{ v.classList.toggle("on", v.id === select.value); }});
-    document.querySelectorAll("#" + CSS.escape(select.value) + " .chart").forEach(function (c) {{ Plotly.Plots.resize(c); }});
-  }});
+  function show(id) {{
+    document.querySelectorAll(".view").forEach(function (v) {{ v.classList.toggle("on", v.id === id); }});
+    document.querySelectorAll("#" + CSS.escape(id) + " .chart").forEach(function (c) {{ Plotly.Plots.resize(c); }});
+  }}
+  select.addEventListener("change", function () {{ show(select.value); }});
+  var wanted = location.hash.slice(1);
+  if (wanted && document.getElementById(wanted)) {{ select.value = wanted; show(wanted); }}
 }})();
 </script></body></html>
 """
+
+
+def page_title(studies: list[str]) -> str:
+    """The page's title: the study it shows (with its script's first doc line), or the list."""
+    if len(studies) == 1:
+        doc = study_doc(studies[0])
+        return f"fcl study {studies[0]}" + (f": {doc.rstrip('.')}" if doc else "")
+    return "fcl studies: " + ", ".join(studies) if studies else "fcl studies"
 
 
 def render_page(views: list[View], results: Path) -> str:
@@ -245,11 +290,13 @@ def render_page(views: list[View], results: Path) -> str:
             cid = f"{vid}-chart-{j}"
             specs[cid] = chart
             divs.append(f'<div class="chart" id="{cid}"></div>')
+        note = f'<p class="note">{html.escape(v.note)}</p>' if v.note else ""
         blocks.append(f'<div class="view{" on" if i == 0 else ""}" id="{vid}">'
-                      f'<h2>{html.escape(v.title)}</h2>{"".join(divs)}</div>')
+                      f'<h2>{html.escape(v.title)}</h2>{note}{"".join(divs)}</div>')
     spec_json = json.dumps(specs, cls=PlotlyJSONEncoder).replace("</", "<\\/")
-    studies = sorted({v.key.split("/")[0] for v in views})
-    return PAGE.format(plotly=get_plotlyjs(), n_charts=len(specs), results=html.escape(str(results)),
+    studies = list(dict.fromkeys(v.key.split("/")[0] for v in views))
+    return PAGE.format(plotly=get_plotlyjs(), n_charts=len(specs), title=html.escape(
+                           page_title(studies)), results=html.escape(str(results)),
                        summary=f"{len(studies)} studies ({', '.join(studies)})",
                        options="".join(options), views="\n".join(blocks), specs=spec_json)
 

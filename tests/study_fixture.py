@@ -40,6 +40,12 @@ STUDIES: dict[str, list[dict]] = {
     "optimizers": grid(server__optimizer=["fedsgd", "fedadam", "fedyogi"], server__lr=[1.0, 0.5]),
     "task_order": grid(schedule__order=["fmtl", "sync", "async"]),
 }
+# A search as studies/search.py exports it: Optuna-drawn configs (one seed each), trial numbers,
+# and the trials ASHA stopped early (no final metrics; the round and ACC they had reached).
+SEARCH = [{"client.lr": lr, "server.lr": slr, "client.local_epochs": k}
+          for lr, slr, k in ((0.05, 1.0, 1), (0.2, 0.5, 2), (0.01, 0.8, 1), (0.1, 0.3, 2),
+                             (0.03, 0.6, 1), (0.15, 0.9, 2))]
+SEARCH_STOPPED = (2, 4)          # these trial numbers were stopped at round 1
 FLOCORA_RANK_ALPHA = [{"model.adapter": "full"}] + [
     {"model.adapter": "lora", "model.lora_rank": r, "model.lora_alpha": r * k}
     for r in (4, 8) for k in (2, 16)]
@@ -97,8 +103,29 @@ def _build(root: Path) -> Path:
         write_parquet_atomic(pd.concat(frames, ignore_index=True),
                              str(root / name / "rounds.parquet"))
 
+    def write_search():
+        rows, frames = [], []
+        for number, setting in enumerate(SEARCH):
+            cfg, result = one_run({**setting, "seed": 0})
+            trial_id = f"search_{number:05d}"
+            tune = {"tune_trial_id": f"abcde_{number:05d}", "optuna_trial": number,
+                    "tune_trial_dir": f"/tmp/.tune/search/train_trial_abcde_{number:05d}"}
+            if number in SEARCH_STOPPED:
+                seen = [r["mean_acc"] for r in result.records[:2] if r["evaluated"]]
+                rows.append({**trial_row("search", trial_id, None, cfg.to_flat(),
+                                         "EARLY_STOPPED"), **tune, "round_reached": 1,
+                             "acc_reached": seen[-1] if seen else 50.0})
+                continue
+            rows.append({**trial_row("search", trial_id, result, cfg.to_flat()), **tune,
+                         "round_reached": cfg.rounds - 1, "acc_reached": result.summary["acc"]})
+            frames.append(trial_rounds_frame("search", trial_id, result))
+        write_parquet_atomic(pd.DataFrame(rows), str(root / "search" / "trials.parquet"))
+        write_parquet_atomic(pd.concat(frames, ignore_index=True),
+                             str(root / "search" / "rounds.parquet"))
+
     for name, settings in STUDIES.items():
         write_study(name, settings)
+    write_search()
     if _lora_available():
         write_study("flocora_rank_alpha", FLOCORA_RANK_ALPHA)
         write_study("flocora_quantization", FLOCORA_QUANT)

@@ -1,4 +1,5 @@
-"""analysis/dashboard.py: one self-contained HTML page, opened in headless Chromium."""
+"""analysis/dashboard.py: one self-contained HTML page, opened in headless Chromium (which
+also takes a screenshot of every view into the test's output folder)."""
 from __future__ import annotations
 
 import base64
@@ -17,6 +18,16 @@ from study_fixture import study_results  # noqa: F401  (the session fixture)
 CHROMIUM = Path("/usr/bin/chromium")
 needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
                                     reason="/usr/bin/chromium absent (apt-get install chromium)")
+
+
+def screenshot(page: Path, view: str, png: Path, profile: Path) -> None:
+    """Chromium's picture of the page opened at `#view` (the page shows that view)."""
+    subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", f"--user-data-dir={profile}", "--window-size=1200,1800",
+         "--virtual-time-budget=20000", f"--screenshot={png}", page.resolve().as_uri() + "#" + view],
+        capture_output=True, text=True, timeout=120, check=True)
 
 
 def open_in_chromium(page: Path, profile: Path) -> tuple[dict, str]:
@@ -76,6 +87,58 @@ def test_acc_bars_are_seed_means_per_optimizer_and_eta(study_results):
     assert any("accuracy per task" in k for k in kinds) and any("drift" in k for k in kinds)
 
 
+def test_title_and_notes_follow_the_studies_shown(study_results, tmp_path):
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "noniid").symlink_to(study_results / "noniid")
+    assert main(["--results", str(one), "--out", str(tmp_path / "one.html")]) == 0
+    text = (tmp_path / "one.html").read_text()
+    title = re.search(r"<title>([^<]*)</title>", text).group(1)
+    assert title.startswith("fcl study noniid: ") and "ptimizer" not in title
+    assert re.search(r"<h1>fcl study noniid: ", text)
+    (view,) = study_views(load_study(study_results, "task_order"))
+    assert view.note.startswith("Fig. 3 and 4 of the FCL paper: task order (FMTL / synchronous")
+
+
+def test_a_search_is_shown_as_a_search_with_its_stopped_trials(study_results):
+    from study_fixture import SEARCH, SEARCH_STOPPED
+    (view,) = study_views(load_study(study_results, "search"))
+    assert view.title.startswith(f"search · search ({len(SEARCH)} Optuna trials, "
+                                 f"{len(SEARCH_STOPPED)} stopped early)")
+    kinds = [t["type"] for c in view.charts for t in c["data"]]
+    assert "bar" not in kinds and "parcoords" in kinds
+    history = {t["name"]: t for t in view.charts[0]["data"]}
+    raw = pd.read_parquet(study_results / "search" / "trials.parquet")
+    stopped = raw[raw["status"] == "EARLY_STOPPED"]
+    done = raw[raw["status"] == "TERMINATED"].sort_values("optuna_trial")
+    early = history["stopped early (ACC reached)"]
+    assert values(early["x"]) == sorted(SEARCH_STOPPED)                  # drawn, not dropped
+    assert values(early["y"]) == pytest.approx(stopped.sort_values("optuna_trial")
+                                               ["acc_reached"].tolist())
+    best = history["best ACC so far"]
+    assert values(best["x"]) == done["optuna_trial"].tolist()
+    assert values(best["y"]) == pytest.approx(done["acc"].cummax().tolist())
+    parcoords = next(t for t in view.charts[1]["data"] if t["type"] == "parcoords")
+    labels = [d["label"] for d in parcoords["dimensions"]]
+    assert {"client.lr", "server.lr", "client.local_epochs", "status", "ACC (%)"} <= set(labels)
+    assert len(values(parcoords["dimensions"][0]["values"])) == len(SEARCH)
+
+
+def test_best_so_far_is_the_running_max_of_finished_trials_only():
+    from analysis.dashboard_search import search_charts
+    raw = pd.DataFrame({
+        "optuna_trial": [0, 1, 2, 3, 4, 5], "seed": 0, "client.lr": [.1, .2, .3, .4, .5, .6],
+        "status": ["TERMINATED", "EARLY_STOPPED", "TERMINATED", "TERMINATED", "EARLY_STOPPED",
+                   "TERMINATED"],
+        "acc": [40.0, None, 35.0, 52.0, None, 50.0], "acc_reached": [40, 70, 35, 52, 30, 50],
+        "round_reached": [9, 2, 9, 9, 2, 9], "rounds": 10, "bytes_up": 1, "bytes_down": 1})
+    history = {t.name: t for t in search_charts(raw)[0].data}
+    best = history["best ACC so far"]
+    assert list(best.x) == [0, 2, 3, 5] and list(best.y) == [40.0, 40.0, 52.0, 52.0]
+    early = history["stopped early (ACC reached)"]                # 70: reached, never best
+    assert list(early.x) == [1, 4] and list(early.y) == [70.0, 30.0]
+
+
 def test_flocora_views_have_a_pareto_chart(study_results):
     for name in ("flocora_rank_alpha", "flocora_quantization"):
         (view,) = study_views(load_study(study_results, name))
@@ -94,6 +157,28 @@ def test_dashboard_renders_every_chart_without_console_errors(page, tmp_path):
     assert attrs["data-charts-rendered"] == attrs["data-charts-expected"]
     assert attrs["data-errors"] == "0"
     assert console_errors(log) == []
+
+
+@needs_chromium
+def test_every_view_is_drawn_in_a_screenshot(page, study_results, tmp_path_factory):
+    """One PNG per view in the test's output folder (look at them: the path is printed)."""
+    from concurrent.futures import ThreadPoolExecutor
+    out = tmp_path_factory.mktemp("dashboard-screenshots")
+    ids = re.findall(r'<option value="(view-\d+)">([^<]*)</option>', page.read_text())
+
+    def shoot(view):
+        vid, title = view
+        name = re.sub(r"[^\w.-]+", "_", title.split(" (")[0])
+        screenshot(page, vid, out / f"{vid}-{name}.png", out / f"profile-{vid}")
+
+    with ThreadPoolExecutor(2) as pool:                 # Chromium starts slowly: two at once
+        list(pool.map(shoot, ids))
+    pngs = sorted(out.glob("*.png"))
+    print(f"screenshots: {out}")
+    assert len(pngs) == len(ids) == len(list(study_results.iterdir()))   # one data set each
+    sizes = [p.stat().st_size for p in pngs]
+    assert min(sizes) > 20_000                                    # charts, not a blank page
+    assert len({p.read_bytes() for p in pngs}) == len(pngs)       # each shows its own view
 
 
 @needs_chromium
