@@ -1,6 +1,6 @@
 """FLoCoRA's Fig. 2, Fig. 3 and Table III from the stored FLoCoRA studies.
 
-Keys (issue 3): `model.adapter` (`lora`, or `full` = the FedAvg baseline training the whole
+Keys: `model.adapter` (`lora`, or `full` = the FedAvg baseline training the whole
 model), `model.lora_rank`, `model.lora_alpha`, `compression.bits` (32 = full precision).
 
 How the paper is read:
@@ -29,6 +29,7 @@ from analysis.study_tables import Study, facets, fmt_value, require, varying_set
 
 LORA_KEYS = ("model.adapter", "model.lora_rank", "model.lora_alpha")
 BITS = "compression.bits"
+PAYLOAD = "compression.payload"      # values (the paper) or delta: a column of Table III
 
 
 def bits_label(bits) -> str:
@@ -111,8 +112,10 @@ def table_iii_flocora(study: Study, out: Path) -> Produced:
     require(trials, (*LORA_KEYS, BITS, "bytes_up", "bytes_down"),
             "flocora_table3: trials.parquet")
     t = trials.assign(tcc_mb=(trials["bytes_up"] + trials["bytes_down"]) / 1e6)
+    if PAYLOAD not in t:
+        t = t.assign(**{PAYLOAD: "values"})
     keys = ["dataset", *[k for k in varying_settings(t, exclude=("dataset",))
-                         if k not in (*LORA_KEYS, BITS)], *LORA_KEYS, BITS]
+                         if k not in (*LORA_KEYS, BITS, PAYLOAD)], *LORA_KEYS, PAYLOAD, BITS]
     acc = seed_summary(t, keys, "acc")
     tcc = t.groupby(keys, dropna=False)["tcc_mb"].mean().rename("tcc_mb").reset_index()
     stats = acc.merge(tcc, on=keys).rename(columns={"mean": "acc_mean", "std": "acc_std",
@@ -124,13 +127,13 @@ def table_iii_flocora(study: Study, out: Path) -> Produced:
         ref_tcc = ref["tcc_mb"].max() if len(ref) else g["tcc_mb"].max()
         reductions.append(ref_tcc / g["tcc_mb"])
     stats["reduction"] = pd.concat(reductions)
-    stats = stats.sort_values([*block, "model.adapter", "model.lora_rank", BITS],
-                              ascending=[*[True] * len(block), True, True, False])
-    header = [*block, "method", "r", "α", "bits", "ACC (%)", "TCC (MB)", "reduction"]
+    stats = stats.sort_values([*block, "model.adapter", "model.lora_rank", PAYLOAD, BITS],
+                              ascending=[*[True] * len(block), True, True, False, False])
+    header = [*block, "method", "r", "α", "payload", "bits", "ACC (%)", "TCC (MB)", "reduction"]
     rows = [[*(fmt_value(r[k]) for k in block), adapter_label(r["model.adapter"]),
              fmt_value(r["model.lora_rank"]) if r["model.adapter"] == "lora" else "-",
              fmt_value(r["model.lora_alpha"]) if r["model.adapter"] == "lora" else "-",
-             bits_label(r[BITS]), mean_pm(r["acc_mean"], r["acc_std"]), f"{r['tcc_mb']:.3f}",
+             r[PAYLOAD], bits_label(r[BITS]), mean_pm(r["acc_mean"], r["acc_std"]), f"{r['tcc_mb']:.3f}",
              f"{r['reduction']:.1f}x"] for _, r in stats.iterrows()]
     md = (f"FLoCoRA Table III ({study.name}): total communication cost (up + down, all rounds and "
           f"clients) and ACC, mean ± std over seeds.\n\n" + markdown_table(header, rows))
