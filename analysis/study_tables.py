@@ -1,9 +1,12 @@
-"""Read one study's Parquet (results/<study>/trials.parquet and rounds.parquet) and check it.
+"""Read one study's Parquet (results/<study>/{trials,rounds,tasks}.parquet) and check it.
 
 The schema is `fcl.results_io`'s: trials.parquet has one row per trial (study, trial_id, status,
 error, every config key as a column such as `server.lr`, the run's summary metrics, and
-`schema_version`); rounds.parquet has one row per trial x round x task. Nothing here trains or
-imports Ray: analysis is a function of these files.
+`schema_version`); rounds.parquet one row per trial x round; tasks.parquet one row per trial x
+round x task. The figures read `Study.rounds`, one row per trial x round x task with the round's
+columns beside the task's (schema 1 stored exactly that in rounds.parquet; schema 2 is joined
+here, the task's `reports` named `task_reports` and its cosines kept over the round's means).
+Nothing here trains or imports Ray: analysis is a function of these files.
 
 Trials that failed (status ERROR, or no final ACC) are left out of every figure; how many were
 left out is kept so the caller can say so.
@@ -17,9 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
-SCHEMA_VERSION = 1              # the newest fcl.results_io schema this code reads
+SCHEMA_VERSION = 2              # the newest fcl.results_io schema this code reads
 TRIAL_COLUMNS = ("study", "trial_id", "status", "seed", "acc", "bwt_f", "schema_version")
-ROUND_COLUMNS = ("trial_id", "round", "phase", "task", "accuracy", "schema_version")
+ROUND_COLUMNS = ("trial_id", "round", "phase", "task", "accuracy", "schema_version")   # schema 1
+ROUND_COLUMNS_V2 = ("trial_id", "round", "phase", "schema_version")
+TASK_COLUMNS = ("trial_id", "round", "task", "accuracy", "reports", "schema_version")
 # Config columns that never make two trials "different settings" in a figure.
 NOT_A_SETTING = ("seed", "data.name", "data.root", "run.device", "run.threads")
 
@@ -70,6 +75,19 @@ def _read(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
     return df
 
 
+def per_task_rounds(folder: Path) -> pd.DataFrame | None:
+    """One row per trial x round x task with the round's columns (None: no rounds stored)."""
+    rounds_path, tasks_path = folder / "rounds.parquet", folder / "tasks.parquet"
+    if not rounds_path.is_file():
+        return None
+    if not tasks_path.is_file():                      # schema 1: already per task
+        return _read(rounds_path, ROUND_COLUMNS)
+    rounds = _read(rounds_path, ROUND_COLUMNS_V2)
+    tasks = _read(tasks_path, TASK_COLUMNS).rename(columns={"reports": "task_reports"})
+    extra = [c for c in rounds.columns if c not in tasks.columns or c in ("trial_id", "round")]
+    return tasks.merge(rounds[extra], on=["trial_id", "round"], how="left")
+
+
 def load_study(results: str | os.PathLike, name: str) -> Study:
     """The study's completed trials (and their rounds); MissingStudy if trials.parquet is absent,
     SchemaError if a file is there but is not a study table."""
@@ -88,10 +106,8 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
     trials["dataset"] = [dataset_label(n, r) for n, r in zip(
         trials.get("data.name", pd.Series("?", index=trials.index)),
         trials.get("data.root", pd.Series("", index=trials.index)))]
-    rounds_path = folder / "rounds.parquet"
-    rounds = None
-    if rounds_path.is_file():
-        rounds = _read(rounds_path, ROUND_COLUMNS)
+    rounds = per_task_rounds(folder)
+    if rounds is not None:
         rounds = rounds[rounds["trial_id"].isin(trials["trial_id"])]
         # carry the trial's settings and data set label onto its rounds
         settings = [c for c in trials.columns if is_config_key(c) or c == "dataset"]

@@ -29,7 +29,7 @@ from fcl.engine import evaluate, prepare_data, resolve_device, run
 from fcl.models.factory import build_model
 from fcl.presets import preset
 
-# name -> (preset, overrides): the three workloads of issue 7
+# name -> (preset, overrides): the three workloads the bench table measures
 WORKLOADS: dict[str, tuple[str, dict]] = {
     "nettailor-local": ("local", {}),
     "flocora-lora-resnet8": ("flocora-local", {"model.backbone": "resnet8"}),

@@ -1,4 +1,4 @@
-"""Command line: `fcl run`, `fcl bench` (and the subcommands other modules register).
+"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain` (the table `COMMANDS`).
 
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
@@ -11,55 +11,28 @@ import math
 import sys
 from typing import Callable
 
-from fcl.config import ConfigError, describe_keys
+import torch
+
+from fcl import bench, pretrain
+from fcl.cli_args import EXIT_USAGE, add_config_arguments, config_from_args, parse_sets
+from fcl.communication import format_report, params_report
+from fcl.config import ConfigError, describe_keys, iter_fields, parse_value, with_overrides
 from fcl.data.datasets import DataError
-
-EXIT_USAGE = 2
-# name -> (add_arguments(parser), main(args) -> exit code, one-line help)
-COMMANDS: dict[str, tuple[Callable, Callable, str]] = {}
-
-
-def command(name: str, help: str):
-    def deco(add_arguments):
-        def register(main):
-            COMMANDS[name] = (add_arguments, main, help)
-            return main
-        return register
-    return deco
-
-
-def parse_sets(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(pair, "", "not of the form key=value", "key=value, e.g. server.lr=0.5")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def add_config_arguments(p: argparse.ArgumentParser) -> None:
-    from fcl.presets import PRESETS
-    p.add_argument("--preset", default="local", choices=sorted(PRESETS),
-                   help="starting point (default: local)")
-    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                   help="override config keys (see the list below)")
-
-
-def config_from_args(args) -> "RunConfig":  # noqa: F821
-    from fcl.presets import preset
-    return preset(args.preset, parse_sets(args.set))
+from fcl.engine import prepare_data, run
+from fcl.presets import PRESETS, preset
+from fcl.results_io import write_result
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object with the summary on stdout (progress to stderr)")
-    p.add_argument("--out", metavar="DIR", help="write rounds/tasks/summary Parquet files to DIR")
+    p.add_argument("--out", metavar="DIR", help="write trials/rounds/tasks Parquet files to DIR "
+                                                "(the study schema: results/README.md)")
     p.add_argument("--quiet", action="store_true", help="no per-round progress lines")
 
 
-def progress_line(rec: dict, total: int) -> str:
+def progress_line(rec, total: int) -> str:
     acc = "" if math.isnan(rec["mean_acc"]) else f" acc {rec['mean_acc']:5.1f}%"
     mb = (rec["bytes_up"] + rec["bytes_down"]) / 1e6
     return (f"round {rec['round'] + 1:>4}/{total} phase {rec['phase']} "
@@ -68,9 +41,7 @@ def progress_line(rec: dict, total: int) -> str:
             f"drift {rec['drift']:.3g}{acc} sent {mb:.3f} MB")
 
 
-@command("run", "one whole FCL run on the bundled data set (or any data.name)")(_add_run)
 def main_run(args) -> int:
-    from fcl.engine import run
     cfg = config_from_args(args)
     stream = sys.stderr if args.json else sys.stdout
 
@@ -81,7 +52,6 @@ def main_run(args) -> int:
     result = run(cfg, on_round)
     s = result.summary
     if args.out:
-        from fcl.results_io import write_result
         for path in write_result(result, args.out):
             print(f"wrote {path}", file=stream)
     if args.json:
@@ -97,11 +67,9 @@ def main_run(args) -> int:
 
 
 def _add_bench(p: argparse.ArgumentParser) -> None:
-    from fcl.bench import MODES, WORKLOADS
-    from fcl.presets import PRESETS
-    p.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS),
+    p.add_argument("--workloads", nargs="+", choices=list(bench.WORKLOADS), default=list(bench.WORKLOADS),
                    help="rows of the table (default: all)")
-    p.add_argument("--modes", nargs="+", choices=list(MODES), default=None,
+    p.add_argument("--modes", nargs="+", choices=list(bench.MODES), default=None,
                    help="compute modes per workload (default: all; on a CPU without native "
                         "bfloat16 kernels, all but the bf16 ones)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
@@ -118,10 +86,7 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
                         "workload and mode (--rounds, default: T rounds)")
 
 
-@command("bench", "samples/s of whole runs vs a bare loop doing the same work: workloads x "
-                  "compute modes (fp32, bf16, channels_last, batched clients)")(_add_bench)
 def main_bench(args) -> int:
-    from fcl.bench import WORKLOADS, bench_table, describe_machine, format_table
     for flag, value in (("--rounds", args.rounds), ("--repeats", args.repeats - 1)):
         if value < 0:
             raise ConfigError(flag, value, "out of range", ">= 0" if flag == "--rounds" else ">= 1")
@@ -129,36 +94,30 @@ def main_bench(args) -> int:
     if args.device:
         overrides["run.device"] = args.device
     workloads = ({args.preset: (args.preset, {})} if args.preset else
-                 {name: WORKLOADS[name] for name in args.workloads})
+                 {name: bench.WORKLOADS[name] for name in args.workloads})
     if "run.threads" in overrides:
-        from fcl.config import parse_value
         torch_threads = parse_value("run.threads", overrides["run.threads"], int)
         if torch_threads > 0:
-            import torch
             torch.set_num_threads(torch_threads)
-    header = f"{describe_machine(overrides.get('run.device', 'auto'))}"
+    header = f"{bench.describe_machine(overrides.get('run.device', 'auto'))}"
     print(header, flush=True)
     if args.modes is None:
-        from fcl.bench import default_modes
-        args.modes, skipped = default_modes(overrides.get("run.device", "auto"))
+        args.modes, skipped = bench.default_modes(overrides.get("run.device", "auto"))
         if skipped:
             print(f"skipped {', '.join(skipped)}: this CPU has no native bfloat16 kernels, "
                   "where bf16 runs ~10x slower than fp32 (--modes bf16 ... to measure anyway)",
                   flush=True)
     if args.profile:
-        from fcl.bench import MODES, profile_run, workload_config
-        from fcl.config import with_overrides
-        from fcl.engine import prepare_data
         for name, spec in workloads.items():
-            cfg = workload_config(spec, args.rounds or 1, overrides)   # default: T rounds
+            cfg = bench.workload_config(spec, args.rounds or 1, overrides)   # default: T rounds
             data = prepare_data(cfg)
             for mode in args.modes:
                 print(f"\n## {name} / {mode}, {cfg.rounds} rounds\n" +
-                      profile_run(with_overrides(cfg, MODES[mode]), data), flush=True)
+                      bench.profile_run(with_overrides(cfg, bench.MODES[mode]), data), flush=True)
         return 0
-    rows = bench_table(workloads, args.modes, args.rounds, overrides, args.repeats,
+    rows = bench.bench_table(workloads, args.modes, args.rounds, overrides, args.repeats,
                        out=sys.stderr)
-    print(format_table(rows))
+    print(bench.format_table(rows))
     return 0
 
 
@@ -167,10 +126,7 @@ def _add_params(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
 
 
-@command("params", "parameters (total / trainable / communicated) and bytes per message on "
-                   "each link, at 32/8/4/2 bits, vs full-model FedAvg; loads no data")(_add_params)
 def main_params(args) -> int:
-    from fcl.communication import format_report, params_report
     cfg = config_from_args(args)
     report = params_report(cfg)
     print(json.dumps(report) if args.json else format_report(report, cfg))
@@ -181,7 +137,6 @@ def help_preset(argv: list[str]) -> str | None:
     """The preset whose values `fcl run --help` shows as defaults: `--preset P` anywhere on the
     line, else `fcl run`'s own default (local); None (the bare config) for other commands or an
     unknown preset (argparse reports that one)."""
-    from fcl.presets import PRESETS
     name = None
     for i, arg in enumerate(argv):
         if arg == "--preset" and i + 1 < len(argv):
@@ -196,8 +151,6 @@ def help_preset(argv: list[str]) -> str | None:
 def keys_epilog(preset_name: str | None) -> str:
     if preset_name is None:
         return "config keys (--set KEY=VALUE):\n" + describe_keys()
-    from fcl.config import iter_fields
-    from fcl.presets import preset
     lines = [f"config keys (--set KEY=VALUE); defaults: preset {preset_name}'s values:"]
     for key, value, meta, typ in iter_fields(preset(preset_name)):
         allowed = meta.get("allowed") or ("true/false" if typ is bool else typ.__name__)
@@ -206,9 +159,19 @@ def keys_epilog(preset_name: str | None) -> str:
     return "\n".join(lines)
 
 
+# name -> (add_arguments(parser), main(args) -> exit code, one-line help)
+COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
+    "run": (_add_run, main_run, "one whole FCL run on the bundled data set (or any data.name)"),
+    "bench": (_add_bench, main_bench, "samples/s of whole runs vs a bare loop doing the same "
+              "work: workloads x compute modes (fp32, bf16, channels_last, batched clients)"),
+    "params": (_add_params, main_params, "parameters (total / trainable / communicated) and "
+               "bytes per message on each link, at 32/8/4/2 bits, vs full-model FedAvg; loads "
+               "no data"),
+    "pretrain": (pretrain.add_arguments, pretrain.main, pretrain.HELP),
+}
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    import fcl.bench  # noqa: F401  (modules that register subcommands)
-    import fcl.pretrain  # noqa: F401
     parser = argparse.ArgumentParser(
         prog="fcl", description="Federated continual learning runs (FCL paper, FLoCoRA).")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -16,8 +16,12 @@ import torch
 from torch import nn
 
 from fcl.config import RunConfig
+from fcl.data.datasets import load_dataset
+from fcl.data.federated import split_classes
 from fcl.federated.compression import FLOAT_BYTES, encoder
 from fcl.federated.participation import num_sampled
+from fcl.models.factory import build_model
+from fcl.models.task_state import buffer_names, read_state, trainable_names
 
 BITS = (32, 8, 4, 2)
 # data.name -> (input channels, classes)
@@ -37,7 +41,6 @@ def full_model_nbytes(backbone: nn.Module, num_classes: int) -> int:
 def _data_shape(cfg: RunConfig) -> tuple[int, int]:
     if cfg.data.name in DATA_SHAPES:
         return DATA_SHAPES[cfg.data.name]
-    from fcl.data.datasets import load_dataset
     ds = load_dataset(cfg.data.name, cfg.data.root, cfg.data)   # e.g. decathlon: data.domains
     return ds.image_shape[0], ds.num_classes
 
@@ -45,9 +48,6 @@ def _data_shape(cfg: RunConfig) -> tuple[int, int]:
 def params_report(cfg: RunConfig) -> dict:
     """Counts and message sizes of task 0 for `cfg` (the head is the only part that differs
     between tasks, by its number of classes), at every `compression.bits`."""
-    from fcl.data.federated import split_classes
-    from fcl.models.factory import build_model
-    from fcl.models.task_state import buffer_names, read_state, trainable_names
     channels, num_classes = _data_shape(cfg)
     classes = [len(g) for g in split_classes(num_classes, cfg.data.num_tasks,
                                              cfg.data.class_order, cfg.seed)]

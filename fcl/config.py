@@ -13,6 +13,8 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterator
 
+from fcl.data.domains import parse_domains
+
 
 class ConfigError(ValueError):
     """A bad key or value; `str()` is the one line the CLI prints after `error: `."""
@@ -72,7 +74,6 @@ class DataConfig:
 
 
 def _known_domains(text: str) -> bool:
-    from fcl.data.decathlon import parse_domains
     try:
         parse_domains(text)
     except ValueError:

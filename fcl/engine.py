@@ -2,10 +2,15 @@
 
     result = run(config, on_round=print)
 
-Each round r: the participation sample receives the server state of its task (the schedule
-says which task each client trains); reporting clients train K local epochs and send their
-message; per task with reports, the server forms the pseudo-gradient and applies its FedOpt step
-(tasks with no report keep their state).
+A run is a `Plan` (everything the config decides, resolved once: the task schedule, the server
+optimizer, the client algorithm, the codec, the aggregation, the evaluation rounds) and a
+`RunState` (what changes: per task the server state, the accuracy matrix, running totals).
+Each round r is four steps:
+
+    down    = broadcast(plan, state, r)                the sample receives its tasks' states
+    updates = client_updates(plan, state, down, r)     reporting clients train K local epochs
+    state   = server_update(plan, state, down, updates, r)   per task with reports: FedOpt step
+    state   = evaluate_if_due(plan, state, r)          all tasks, at the rounds `Plan.due` lists
 
 `compression.payload` says what a client sends. `values` (default; FLoCoRA): its trained
 tensors, through the codec; the server's delta of client i is decode(message_i) minus the
@@ -13,41 +18,48 @@ server state, so FedAvg (fedsgd, lr 1, mean) makes the new state the mean of the
 values, and the evaluated model is the dequantized broadcast, what clients start from.
 `delta`: trained minus received goes through the codec and the float32 server state never
 carries a quantization error (the error is relative to the update, not to the weights).
-Both are the same at compression.bits=32. Metrics are recorded every round; all tasks are
-evaluated at the rounds `fcl.metrics.eval_rounds` lists. Nothing here imports Ray.
+Both are the same at compression.bits=32. Nothing here imports Ray.
 
 The run is a pure function of its config: every random stream is derived from (seed, purpose,
 round, client), so a run resumed from a `RunState` snapshot continues exactly as if it had never
-stopped.
+stopped. The state holds no history: records stream to `on_round`, and `run` collects them.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 import torch
+from torch import nn
 
 from fcl.communication import full_model_nbytes
 from fcl.compute_mode import ComputeMode
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
-from fcl.federated import server_opt
-from fcl.federated.aggregate import cosine_distance, pseudo_gradient, subtract, weighted_mean
+from fcl.federated.aggregate import AGGREGATES, cosine_distance, subtract, weighted_mean
 from fcl.federated.batched_clients import batched_updates
-from fcl.federated.client import local_train
-from fcl.federated.client_algorithms import (ALGORITHMS, control_change, local_steps,
-                                             server_control, zeros_like)
-from fcl.federated.compression import decode, encoder
+from fcl.federated.client import ClientUpdate, TaskNames, Trainer, local_train
+from fcl.federated.client_algorithms import ALGORITHMS, ClientAlgorithm
+from fcl.federated.compression import Codec
 from fcl.federated.participation import participation
+from fcl.federated.server_opt import OptState, ServerOptimizer, server_optimizer
 from fcl.federated.task_schedule import task_schedule
 from fcl.metrics import acc, bwt_f, bwt_f_literal, eval_rounds
 from fcl.models.factory import build_model
 from fcl.models.pretrained import input_stats
-from fcl.models.task_state import Params, buffer_names, read_state, trainable_names, load_state_
+from fcl.models.task_state import (
+    Params,
+    buffer_names,
+    load_state_,
+    read_state,
+    trainable_names,
+)
+from fcl.records import RoundRecord, RunSummary, TaskRecord, mean_finite
 from fcl.seeding import generator
 
 
@@ -55,8 +67,22 @@ from fcl.seeding import generator
 class TaskServerState:
     params: Params                   # trainable tensors (what the FedOpt step moves)
     buffers: Params                  # norm running statistics (weighted means)
-    opt: server_opt.OptState
-    control: Params = field(default_factory=dict)   # SCAFFOLD's c of this task (else empty)
+    opt: OptState
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Running sums over the rounds so far (what the summary needs, without the history)."""
+    bytes_up: int = 0
+    bytes_down: int = 0
+    samples: int = 0                 # training samples processed (for throughput)
+    full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
+    drift_sum: float = 0.0           # of the rounds' drift, over rounds where clients reported
+    drift_rounds: int = 0
+
+    @property
+    def tcc(self) -> int:
+        return self.bytes_up + self.bytes_down
 
 
 @dataclass(frozen=True)
@@ -66,23 +92,57 @@ class RunState:
     tasks: tuple[TaskServerState, ...]
     accuracy: torch.Tensor           # (T, R) float64, NaN where not evaluated yet
     first_update: tuple[float, ...]  # per task, first round with a server update (inf: none)
-    records: tuple[dict, ...]        # per round records so far
-    task_records: tuple[dict, ...]   # per round x task records so far
-    bytes_up: int = 0
-    bytes_down: int = 0
-    samples: int = 0                 # training samples processed (for throughput)
-    full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
-    # SCAFFOLD: c_i per (client, task) that client has trained; missing = zero (the initial c_i)
-    client_control: dict[tuple[int, int], Params] = field(default_factory=dict)
+    totals: Totals = Totals()
+    algorithm: Any = None            # the client algorithm's own state (SCAFFOLD's controls)
 
 
 @dataclass(frozen=True)
 class RunResult:
     config: RunConfig
-    records: list[dict]              # one per round
-    task_records: list[dict]         # one per round x task
+    records: list[RoundRecord]       # one per round (each with its task records)
     accuracy: torch.Tensor           # (T, R), in percent, NaN where not evaluated
     summary: dict = field(default_factory=dict)
+
+    @property
+    def task_records(self) -> list[TaskRecord]:
+        return [t for rec in self.records for t in rec.tasks]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the config decides for the whole run, resolved once."""
+    cfg: RunConfig
+    trainer: Trainer                 # model, data, client.*, forward context
+    names: list[TaskNames]           # per task
+    schedule: torch.Tensor           # (R, N): the task of each client in each round
+    server: ServerOptimizer
+    algorithm: ClientAlgorithm
+    codec: Codec
+    aggregate: Callable[[list[Params], list[float]], Params]
+    due: frozenset[int]              # rounds evaluated
+    full_nbytes: list[int]           # per task: one full-model float32 FedAvg message
+
+    @classmethod
+    def build(cls, cfg: RunConfig, model: nn.Module, data: FederatedData,
+              forward: Callable = contextlib.nullcontext) -> "Plan":
+        T, N, R = data.num_tasks, data.num_clients, cfg.rounds
+        return cls(
+            cfg, Trainer(model, data, cfg.client, forward),
+            [TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
+            task_schedule(cfg.schedule.order, T, N, R, cfg.seed),
+            server_optimizer(cfg.server), ALGORITHMS[cfg.client.algorithm],
+            Codec.from_config(cfg.compression.bits, cfg.compression.payload),
+            AGGREGATES[cfg.server.aggregate],
+            frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
+            [full_model_nbytes(model.backbone, n) for n in data.classes_per_task()])
+
+    @property
+    def model(self) -> nn.Module:
+        return self.trainer.model
+
+    @property
+    def data(self) -> FederatedData:
+        return self.trainer.data
 
 
 def resolve_device(name: str) -> torch.device:
@@ -99,16 +159,16 @@ def prepare_data(cfg: RunConfig) -> FederatedData:
                                 cfg.seed)
 
 
-def initial_state(cfg: RunConfig, model: torch.nn.Module) -> RunState:
+def initial_state(plan: Plan) -> RunState:
     tasks = []
-    for module in model.tasks:
-        params = read_state(module, trainable_names(module))
-        control = zeros_like(params) if ALGORITHMS[cfg.client.algorithm].control_variates else {}
-        tasks.append(TaskServerState(params, read_state(module, buffer_names(module)),
-                                     server_opt.init(params, cfg.server), control))
-    T, R = len(tasks), cfg.rounds
+    for module, names in zip(plan.model.tasks, plan.names):
+        params = read_state(module, names.trainable)
+        tasks.append(TaskServerState(params, read_state(module, names.buffers),
+                                     plan.server.init(params)))
+    T, R = len(tasks), plan.cfg.rounds
     return RunState(0, tuple(tasks), torch.full((T, R), math.nan, dtype=torch.float64),
-                    (math.inf,) * T, (), ())
+                    (math.inf,) * T, Totals(),
+                    plan.algorithm.init([ts.params for ts in tasks]))
 
 
 @torch.inference_mode()
@@ -129,10 +189,11 @@ def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
     return torch.stack(correct).cpu().double() * 100.0 / sizes
 
 
-def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None,
+def run(cfg: RunConfig, on_round: Callable[[RoundRecord, RunState], None] | None = None,
         data: FederatedData | None = None, resume: RunState | None = None,
         model: torch.nn.Module | None = None) -> RunResult:
     """Run (or continue, from `resume`) one FCL run; `on_round(record, state)` after each round.
+    The result's records are the rounds this call ran (all of them unless resumed).
 
     `data` may be passed in already prepared (a study prepares it once per node); `model` may
     be passed in to inspect it afterwards (it must be `build_model`'s for this config)."""
@@ -140,186 +201,231 @@ def run(cfg: RunConfig, on_round: Callable[[dict, RunState], None] | None = None
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
     compute = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device))
-    device = compute.device
     data = data if data is not None else prepare_data(cfg)
     # an ImageNet backbone gets ImageNet-normalised inputs; images go to the device
     data = compute.data(data.with_stats(input_stats(cfg.model, data.image_shape[0])))
     if model is None:
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    model = compute.model(model)
-    T, N, R, Q = data.num_tasks, data.num_clients, cfg.rounds, cfg.rounds_per_phase
-    schedule = task_schedule(cfg.schedule.order, T, N, R, cfg.seed)
-    due = set(eval_rounds(R, Q, cfg.eval.every))
-    names = [(trainable_names(m), buffer_names(m)) for m in model.tasks]
-    state = resume or initial_state(cfg, model)
-    state = replace(state, tasks=tuple(_to(ts, device) for ts in state.tasks),
-                    client_control={k: _params_to(v, device)
-                                    for k, v in state.client_control.items()})
+    plan = Plan.build(cfg, compute.model(model), data, compute.forward_context)
+    state = to_device(resume or initial_state(plan), compute.device)
     for t, ts in enumerate(state.tasks):       # the model always mirrors the server between rounds
-        load_state_(model.tasks[t], served(cfg, {**ts.params, **ts.buffers}))
-
-    for r in range(state.next_round, R):
-        state, record = run_round(cfg, r, model, data, schedule, names, state, due,
-                                  compute.forward_context)
+        load_state_(plan.model.tasks[t], plan.codec.served({**ts.params, **ts.buffers}))
+    records = []
+    for r in range(state.next_round, cfg.rounds):
+        state, record = run_round(plan, state, r)
+        records.append(record)
         if on_round is not None:
             on_round(record, state)
-
-    A = state.accuracy
-    wall = time.perf_counter() - t0
-    summary = {
-        "acc": acc(A), "bwt_f": bwt_f(A, Q, list(state.first_update)),
-        "bwt_f_literal": bwt_f_literal(A, Q),
-        "bytes_up": state.bytes_up, "bytes_down": state.bytes_down,
-        **communication_summary(state),
-        "rounds": R, "samples": state.samples, "wall_s": wall,
-        "samples_per_s": state.samples / wall if wall > 0 else math.nan,
-        "drift_mean": _mean([rec["drift"] for rec in state.records]),
-        "trainable_params_per_task": sum(t.numel() for t in state.tasks[0].params.values()),
-        "device": str(device), "precision": compute.precision,    # run.precision=auto resolved
-    }
-    return RunResult(cfg, list(state.records), list(state.task_records), A, summary)
+    summary = summarise(plan, state, time.perf_counter() - t0, str(compute.device),
+                        compute.precision)
+    return RunResult(cfg, records, state.accuracy, summary.row())
 
 
-def run_round(cfg: RunConfig, r: int, model, data: FederatedData, schedule: torch.Tensor,
-              names, state: RunState, due: set[int],
-              forward: Callable = contextlib.nullcontext) -> tuple[RunState, dict]:
-    """`forward`: the context of every forward pass (`ComputeMode.forward_context`, made
-    once per run)."""
+def run_round(plan: Plan, state: RunState, r: int) -> tuple[RunState, RoundRecord]:
+    """Round r of Algorithm 1."""
     t_start = time.perf_counter()
-    Q = cfg.rounds_per_phase
-    part = participation(r, data.num_clients, cfg.participation, cfg.seed)
-    tasks_of = schedule[r].tolist()
-    encode = encoder(cfg.compression.bits)
-    values = cfg.compression.payload == "values"
-    # full-model FedAvg baseline: same messages, each the whole model of its task in float32
-    full_nbytes = [full_model_nbytes(model.backbone, n) for n in data.classes_per_task()]
-    bytes_down = bytes_up = samples = full_bytes = 0
-    received: dict[int, Params] = {}
-    broadcast: dict[int, tuple[Params, int]] = {}   # one message per task: all its clients get it
-    for c in part.sampled:                     # broadcast: each sampled client gets its task
-        t = tasks_of[c]
-        if t not in broadcast:
-            msg = encode({**state.tasks[t].params, **state.tasks[t].buffers})
-            broadcast[t] = (decode(msg), msg.nbytes)
-        received[c], nbytes = broadcast[t]
-        bytes_down += nbytes
-        full_bytes += full_nbytes[t]
-    algorithm = ALGORITHMS[cfg.client.algorithm]
-    controls: dict[int, Params] = {}          # SCAFFOLD's downlink is (x, c): c as decoded
-    client_control = dict(state.client_control)
-    control_changes: dict[int, list[Params]] = {}
-    if algorithm.control_variates:
-        control_nbytes = {}
-        for c in part.sampled:
-            t = tasks_of[c]
-            if t not in controls:
-                msg = encode(state.tasks[t].control)
-                controls[t], control_nbytes[t] = decode(msg), msg.nbytes
-            bytes_down += control_nbytes[t]
-
-    # run.client_batching: clients of one task train together; the others one by one below
-    batched = batched_updates(cfg, r, model, data, tasks_of, part.reporting, received, names,
-                              forward)
-    updates: dict[int, list] = {}
-    drift_sum = torch.zeros((), dtype=torch.float64, device=data.mean.device)
-    losses = []
-    for c in part.reporting:
-        t = tasks_of[c]
-        trainable, buffers = names[t]
-        gen = generator(cfg.seed, "batches", r, c)
-        own = client_control.get((c, t)) or zeros_like(controls.get(t, {}))   # c_i
-        shift = [controls[t][n] - own[n] for n in trainable] if controls else []    # c - c_i
-        correction = algorithm.correction(cfg.client, [received[c][n] for n in trainable], shift)
-        up = batched[c] if c in batched else local_train(
-            model, data, t, c, received[c], trainable, buffers, cfg.client, cfg.model, gen,
-            correction, forward_context=forward)
-        if controls:          # Delta c_i, sent with the delta through the same codec
-            change = control_change(received[c], up.end, controls[t],
-                                    local_steps(up.num_samples, cfg.client), cfg.client.lr)
-            msg = encode(change)
-            bytes_up += msg.nbytes
-            change = decode(msg)
-            client_control[(c, t)] = {n: own[n] + change[n] for n in change}
-            control_changes.setdefault(t, []).append(change)
-        trained = {n: up.end[n] for n in trainable}
-        sent = trained if values else subtract(trained, {n: received[c][n] for n in trainable})
-        msg = encode({**sent, **{n: up.end[n] for n in buffers}})
-        bytes_up += msg.nbytes
-        full_bytes += full_nbytes[t]
-        samples += up.num_samples * cfg.client.local_epochs
-        got = decode(msg)
-        if values:             # the server's delta: the dequantized values minus its own state
-            got = {**got, **subtract({n: got[n] for n in trainable}, state.tasks[t].params)}
-        updates.setdefault(t, []).append((got, up.num_samples))
-        drift_sum = drift_sum + up.drift.double() / cfg.client.local_epochs
-        losses.append(up.loss)
-
-    new_tasks = list(state.tasks)
-    first_update = list(state.first_update)
-    task_rows = {}
-    for t, reports in sorted(updates.items()):
-        trainable, buffers = names[t]
-        old = state.tasks[t]
-        weights = [w for _, w in reports]
-        grad = pseudo_gradient([{n: m[n] for n in trainable} for m, _ in reports], weights,
-                               cfg.server.aggregate)
-        params, opt = server_opt.step(old.params, grad, old.opt, cfg.server)
-        bufs = weighted_mean([{n: m[n] for n in buffers} for m, _ in reports], weights) \
-            if buffers else {}
-        control = (server_control(old.control, control_changes[t], data.num_clients)
-                   if t in control_changes else old.control)
-        new_tasks[t] = TaskServerState(params, bufs, opt, control)
-        load_state_(model.tasks[t], served(cfg, {**params, **bufs}))
-        first_update[t] = min(first_update[t], r)
-        head = head_weights(trainable)
-        task_rows[t] = {"reports": len(reports),
-                        "cos_head": cosine_distance(params, old.params, head),
-                        "cos_module": cosine_distance(params, old.params)}
-
-    accuracy = state.accuracy
-    evaluated = r in due
-    if evaluated:
-        accuracy = accuracy.clone()
-        accuracy[:, r] = evaluate(model, data, cfg.eval.batch_size, forward)
-
-    n_reports = len(part.reporting)
-    record = {
-        "round": r, "phase": r // Q,
-        "tasks_trained": sorted(updates),
-        "clients_sampled": len(part.sampled), "clients_reporting": n_reports,
-        "drift": float(drift_sum) / n_reports if n_reports else math.nan,   # Eq. 2
-        "train_loss": float(torch.stack(losses).mean()) if losses else math.nan,
-        "cos_head": _mean([float(v["cos_head"]) for v in task_rows.values()]),
-        "cos_module": _mean([float(v["cos_module"]) for v in task_rows.values()]),
-        "bytes_up": bytes_up, "bytes_down": bytes_down,
-        "tcc_bytes": state.bytes_up + state.bytes_down + bytes_up + bytes_down,
-        "compression_ratio": _ratio(state.full_bytes + full_bytes,
-                                    state.bytes_up + state.bytes_down + bytes_up + bytes_down),
-        "evaluated": evaluated,
-        "mean_acc": float(accuracy[:, r].mean()) if evaluated else math.nan,
-        "wall_s": time.perf_counter() - t_start,
-    }
-    task_records = [{
-        "round": r, "task": t,
-        "accuracy": float(accuracy[t, r]) if evaluated else math.nan,
-        "reports": task_rows[t]["reports"] if t in task_rows else 0,
-        "cos_head": float(task_rows[t]["cos_head"]) if t in task_rows else math.nan,
-        "cos_module": float(task_rows[t]["cos_module"]) if t in task_rows else math.nan,
-    } for t in range(data.num_tasks)]
-    new_state = RunState(r + 1, tuple(new_tasks), accuracy, tuple(first_update),
-                         state.records + (record,), state.task_records + tuple(task_records),
-                         state.bytes_up + bytes_up, state.bytes_down + bytes_down,
-                         state.samples + samples, state.full_bytes + full_bytes,
-                         client_control)
-    return new_state, record
+    down = broadcast(plan, state, r)
+    updates = client_updates(plan, state, down, r)
+    state, changes = server_update(plan, state, down, updates, r)
+    state = evaluate_if_due(plan, state, r)
+    return state, round_record(plan, state, down, updates, changes, r, t_start)
 
 
-def served(cfg: RunConfig, state: Params) -> Params:
-    """The model clients receive and evaluation sees: with payload=values, the broadcast as
-    decoded (quantized at bits < 32); with payload=delta, the float32 server state."""
-    if cfg.compression.payload == "delta" or cfg.compression.bits == 32:
+@dataclass(frozen=True)
+class Downlink:
+    """What round r's participation sample receives."""
+    sampled: tuple[int, ...]
+    reporting: tuple[int, ...]
+    tasks_of: list[int]              # the task of every client this round
+    start: dict[int, Params]         # per task: the state its clients decode and start from
+    extra: dict[int, Params]         # per task: the client algorithm's message, decoded
+    nbytes: int
+    full_nbytes: int                 # what full-model FedAvg would have sent
+
+
+def broadcast(plan: Plan, state: RunState, r: int) -> Downlink:
+    """One message per task (every client of the task gets the same), counted per client."""
+    cfg = plan.cfg
+    part = participation(r, plan.data.num_clients, cfg.participation, cfg.seed)
+    tasks_of = plan.schedule[r].tolist()
+    start, extra, cost = {}, {}, {}
+    for t in sorted({tasks_of[c] for c in part.sampled}):
+        ts = state.tasks[t]
+        start[t], cost[t] = plan.codec.send({**ts.params, **ts.buffers})
+        down = plan.algorithm.downlink(state.algorithm, t)
+        if down:                      # in trainable order, as the client's tensors are
+            decoded, nbytes = plan.codec.send(down)
+            extra[t], cost[t] = {n: decoded[n] for n in down}, cost[t] + nbytes
+    tasks = [tasks_of[c] for c in part.sampled]
+    return Downlink(part.sampled, part.reporting, tasks_of, start, extra,
+                    sum(cost[t] for t in tasks), sum(plan.full_nbytes[t] for t in tasks))
+
+
+@dataclass(frozen=True)
+class Report:
+    """One client's update as the server decodes it."""
+    client: int
+    task: int
+    delta: Params                    # trainable: the server's delta; buffers: their values
+    weight: int                      # |D_c|
+    extra: Params                    # the client algorithm's message (SCAFFOLD: Delta c_i)
+    drift: torch.Tensor
+    loss: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Uplink:
+    reports: tuple[Report, ...]
+    nbytes: int
+    full_nbytes: int
+    samples: int
+    drift: float                     # Eq. 2: mean over reports of drift / K (NaN: no report)
+    algorithm: Any                   # the client algorithm's state after the clients' side
+
+
+def client_updates(plan: Plan, state: RunState, down: Downlink, r: int) -> Uplink:
+    """Every reporting client trains (batched by task where `run.client_batching` allows)
+    and encodes its message."""
+    algo, cfg, names = plan.algorithm, plan.cfg.client, plan.names
+    batched = {}
+    if plan.cfg.run.client_batching:
+        by_task: dict[int, list[int]] = {}
+        for c in down.reporting:
+            by_task.setdefault(down.tasks_of[c], []).append(c)
+        batched = batched_updates(plan.trainer, algo, plan.cfg.seed, r, by_task, down.start,
+                                  names)
+    reports, nbytes, algo_state = [], 0, state.algorithm
+    for c in down.reporting:
+        t = down.tasks_of[c]
+        start, extra = down.start[t], down.extra.get(t, {})
+        up = batched.get(c) or _train_one(plan, state, c, t, start, extra, r)
+        sent, extra_bytes = {}, 0
+        if extra:             # SCAFFOLD's Delta c_i, through the same codec as the delta
+            sent, extra_bytes = plan.codec.send(algo.uplink(cfg, state.algorithm, c, t, start,
+                                                            up.end, up.num_samples, extra))
+            algo_state = algo.client_update(algo_state, c, t, sent)
+        delta, msg_bytes = _encode_update(plan, state.tasks[t].params, start, up, names[t])
+        reports.append(Report(c, t, delta, up.num_samples, sent, up.drift, up.loss))
+        nbytes += extra_bytes + msg_bytes
+    return Uplink(tuple(reports), nbytes, sum(plan.full_nbytes[rep.task] for rep in reports),
+                  sum(rep.weight for rep in reports) * cfg.local_epochs,
+                  mean_drift(plan, reports), algo_state)
+
+
+def mean_drift(plan: Plan, reports: list[Report]) -> float:
+    """Eq. 2: sum over epochs of ||P_k - P_0||^2 / K, averaged over the reporting clients."""
+    if not reports:
+        return math.nan
+    total = torch.zeros((), dtype=torch.float64, device=plan.data.mean.device)
+    for rep in reports:
+        total = total + rep.drift.double() / plan.cfg.client.local_epochs
+    return float(total) / len(reports)
+
+
+def _train_one(plan: Plan, state: RunState, c: int, t: int, start: Params, extra: Params,
+               r: int) -> ClientUpdate:
+    algo, names = plan.algorithm, plan.names[t]
+    shift = algo.shift(state.algorithm, c, t, extra) if extra else None
+    correction = algo.correction(plan.cfg.client, [start[n] for n in names.trainable], shift)
+    return local_train(plan.trainer, t, c, start, names, generator(plan.cfg.seed, "batches", r, c),
+                       correction)
+
+
+def _encode_update(plan: Plan, server: Params, start: Params, up: ClientUpdate,
+                   names: TaskNames) -> tuple[Params, int]:
+    """(the server's decoded delta + buffers, bytes sent) of one client's update."""
+    trained = {n: up.end[n] for n in names.trainable}
+    sent = trained if plan.codec.values else subtract(trained, {n: start[n] for n in trained})
+    got, nbytes = plan.codec.send({**sent, **{n: up.end[n] for n in names.buffers}})
+    if plan.codec.values:      # the server's delta: the dequantized values minus its own state
+        got = {**got, **subtract({n: got[n] for n in names.trainable}, server)}
+    return got, nbytes
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    reports: int
+    cos_head: torch.Tensor
+    cos_module: torch.Tensor
+
+
+def server_update(plan: Plan, state: RunState, down: Downlink, up: Uplink, r: int
+                  ) -> tuple[RunState, dict[int, TaskChange]]:
+    """Per task with reports: aggregate, FedOpt step, buffer means, the algorithm's server
+    side; the model mirrors the new state; the round's traffic goes into the totals."""
+    tasks, first = list(state.tasks), list(state.first_update)
+    algo_state, changes = up.algorithm, {}
+    for t in sorted({rep.task for rep in up.reports}):
+        reports = [rep for rep in up.reports if rep.task == t]
+        names, old = plan.names[t], state.tasks[t]
+        weights = [rep.weight for rep in reports]
+        grad = plan.aggregate([{n: rep.delta[n] for n in names.trainable} for rep in reports],
+                              weights)
+        params, opt = plan.server.step(old.params, grad, old.opt)
+        bufs = weighted_mean([{n: rep.delta[n] for n in names.buffers} for rep in reports],
+                             weights) if names.buffers else {}
+        if reports[0].extra:
+            algo_state = plan.algorithm.server_update(algo_state, t, [rep.extra for rep in reports],
+                                                      plan.data.num_clients)
+        tasks[t] = TaskServerState(params, bufs, opt)
+        load_state_(plan.model.tasks[t], plan.codec.served({**params, **bufs}))
+        first[t] = min(first[t], r)
+        changes[t] = TaskChange(len(reports), cosine_distance(params, old.params,
+                                                              head_weights(names.trainable)),
+                                cosine_distance(params, old.params))
+    return replace(state, next_round=r + 1, tasks=tuple(tasks), first_update=tuple(first),
+                   algorithm=algo_state, totals=add_totals(state.totals, down, up)), changes
+
+
+def evaluate_if_due(plan: Plan, state: RunState, r: int) -> RunState:
+    if r not in plan.due:
         return state
-    return decode(encoder(cfg.compression.bits)(state))
+    accuracy = state.accuracy.clone()
+    accuracy[:, r] = evaluate(plan.model, plan.data, plan.cfg.eval.batch_size,
+                              plan.trainer.forward)
+    return replace(state, accuracy=accuracy)
+
+
+def round_record(plan: Plan, state: RunState, down: Downlink, up: Uplink,
+                 changes: dict[int, TaskChange], r: int, t_start: float) -> RoundRecord:
+    """The round's record (after `server_update` and `evaluate_if_due`)."""
+    n, totals = len(up.reports), state.totals
+    evaluated = r in plan.due
+    accuracy = state.accuracy[:, r]
+    tasks = tuple(TaskRecord(
+        r, t, float(accuracy[t]) if evaluated else math.nan,
+        changes[t].reports if t in changes else 0,
+        float(changes[t].cos_head) if t in changes else math.nan,
+        float(changes[t].cos_module) if t in changes else math.nan)
+        for t in range(plan.data.num_tasks))
+    return RoundRecord(
+        r, r // plan.cfg.rounds_per_phase, tuple(sorted(changes)), len(down.sampled), n,
+        up.drift, float(torch.stack([rep.loss for rep in up.reports]).mean()) if n else math.nan,
+        mean_finite([float(ch.cos_head) for ch in changes.values()]),
+        mean_finite([float(ch.cos_module) for ch in changes.values()]),
+        up.nbytes, down.nbytes, totals.tcc, _ratio(totals.full_bytes, totals.tcc), evaluated,
+        float(accuracy.mean()) if evaluated else math.nan, time.perf_counter() - t_start, tasks)
+
+
+def add_totals(t: Totals, down: Downlink, up: Uplink) -> Totals:
+    reported = not math.isnan(up.drift)
+    return Totals(t.bytes_up + up.nbytes, t.bytes_down + down.nbytes, t.samples + up.samples,
+                  t.full_bytes + down.full_nbytes + up.full_nbytes,
+                  t.drift_sum + up.drift if reported else t.drift_sum,
+                  t.drift_rounds + reported)
+
+
+def summarise(plan: Plan, state: RunState, wall: float, device: str, precision: str
+              ) -> RunSummary:
+    A, totals, cfg = state.accuracy, state.totals, plan.cfg
+    Q = cfg.rounds_per_phase
+    return RunSummary(
+        acc(A), bwt_f(A, Q, list(state.first_update)), bwt_f_literal(A, Q),
+        totals.bytes_up, totals.bytes_down, totals.tcc, totals.full_bytes,
+        _ratio(totals.full_bytes, totals.tcc), cfg.rounds, totals.samples, wall,
+        totals.samples / wall if wall > 0 else math.nan,
+        totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
+        sum(t.numel() for t in state.tasks[0].params.values()), device, precision)
 
 
 def head_weights(trainable: list[str]) -> list[str]:
@@ -327,29 +433,26 @@ def head_weights(trainable: list[str]) -> list[str]:
     return [n for n in trainable if n.startswith("head.") and not n.endswith("bias")]
 
 
-def _params_to(p: Params, device: torch.device) -> Params:
-    return {n: t.to(device) for n, t in p.items()}
+def to_device(state: RunState, device: torch.device) -> RunState:
+    """The state's tensors on `device` (a checkpoint may come from another device); the
+    accuracy matrix stays on the host."""
+    return replace(state, tasks=_moved(state.tasks, device),
+                   algorithm=_moved(state.algorithm, device))
 
 
-def _to(ts: TaskServerState, device: torch.device) -> TaskServerState:
-    mv = lambda p: _params_to(p, device)  # noqa: E731
-    return TaskServerState(mv(ts.params), mv(ts.buffers),
-                           server_opt.OptState(mv(ts.opt.m), mv(ts.opt.v), ts.opt.steps),
-                           mv(ts.control))
-
-
-def communication_summary(state: RunState) -> dict:
-    """TCC (FLoCoRA Eq. 2, counted exactly: every byte sent on both links over the run) and
-    the compression ratio versus full-model float32 FedAvg with the same messages."""
-    tcc = state.bytes_up + state.bytes_down
-    return {"tcc_bytes": tcc, "full_fedavg_bytes": state.full_bytes,
-            "compression_ratio": _ratio(state.full_bytes, tcc)}
+def _moved(x: Any, device: torch.device) -> Any:
+    """Tensors in dicts, tuples and dataclasses moved to `device`, the structure kept."""
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, dict):
+        return {k: _moved(v, device) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_moved(v, device) for v in x)
+    if dataclasses.is_dataclass(x):
+        return replace(x, **{f.name: _moved(getattr(x, f.name), device)
+                             for f in dataclasses.fields(x)})
+    return x
 
 
 def _ratio(full: int, sent: int) -> float:
     return full / sent if sent else math.nan
-
-
-def _mean(values: list[float]) -> float:
-    vals = [v for v in values if not math.isnan(v)]
-    return sum(vals) / len(vals) if vals else math.nan

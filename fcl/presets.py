@@ -20,7 +20,7 @@ MiniImageNet (84) and the Decathlon (72) run at their own size.
 """
 from __future__ import annotations
 
-from fcl.config import RunConfig, with_overrides
+from fcl.config import ConfigError, RunConfig, with_overrides
 
 TABLE2 = {
     "rounds": 300, "data.num_tasks": 10, "data.num_clients": 5, "data.partition": "iid",
@@ -77,7 +77,6 @@ PRESETS: dict[str, dict] = {
 
 
 def preset(name: str, overrides: dict | None = None) -> RunConfig:
-    from fcl.config import ConfigError
     if name not in PRESETS:
         raise ConfigError("--preset", name, "unknown preset", ", ".join(PRESETS))
     return with_overrides(with_overrides(RunConfig(), PRESETS[name]), overrides or {})

@@ -27,18 +27,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.cli import add_config_arguments, command, config_from_args
+from fcl.cli_args import add_config_arguments, config_from_args
 from fcl.config import ClientConfig, ConfigError, RunConfig
 from fcl.models.backbone import Backbone, build_backbone
 from fcl.models.pretrained import architecture, load_pretrained_, save_checkpoint
 from fcl.seeding import derive_seed, generator
-
-
-def features(backbone: Backbone, x: torch.Tensor) -> torch.Tensor:
-    x = backbone.stem(x)
-    for block in backbone.blocks:
-        x = block(x)
-    return x.mean(dim=(2, 3))
 
 
 def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_decay: float,
@@ -79,32 +72,39 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
         steps = 0
         for idx in epoch_batches(td.shards[0], batch_size, gen):
             x = data.normalise(augment(td.train_x[idx]))
-            loss = F.cross_entropy(head(features(backbone, x)), td.train_y[idx])
+            loss = F.cross_entropy(head(backbone.features(x)), td.train_y[idx])
             grads = torch.autograd.grad(loss, params)
             sgd_step_(params, list(grads), momentum_bufs, step_cfg)
             loss_sum += loss.detach()
             steps += 1
         losses.append(float(loss_sum) / max(steps, 1))         # one sync per epoch
         log(f"epoch {epoch + 1:>3}/{epochs} lr {step_cfg.lr:.4f} loss {losses[-1]:.4f}")
-    backbone.eval()
-    with torch.inference_mode():
-        hits = torch.zeros((), dtype=torch.long, device=device)
-        for start in range(0, len(td.test_y), cfg.eval.batch_size):
-            x = data.normalise(td.test_x[start:start + cfg.eval.batch_size])
-            hits += (head(features(backbone, x)).argmax(1)
-                     == td.test_y[start:start + cfg.eval.batch_size]).sum()
-    backbone.requires_grad_(False)
+    backbone.eval().requires_grad_(False)
     report = {"data.name": cfg.data.name, "data.root": cfg.data.root, "seed": cfg.seed,
               "epochs": epochs, "lr": lr, "batch_size": batch_size,
               "weight_decay": weight_decay, "input_size": cfg.model.input_size,
               "train_loss": losses[-1] if losses else math.nan,
-              "test_acc": float(hits) * 100.0 / max(len(td.test_y), 1),
+              "test_acc": held_out_accuracy(backbone, head, data, cfg.eval.batch_size),
               "classes": len(td.classes), "train_images": len(td.train_y),
               "wall_s": time.perf_counter() - t0}
     return backbone.cpu(), report
 
 
-def _add_pretrain(p: argparse.ArgumentParser) -> None:
+@torch.inference_mode()
+def held_out_accuracy(backbone: Backbone, head: nn.Module, data, batch_size: int) -> float:
+    """Percent of the one task's test images the backbone + head classify right."""
+    td = data.tasks[0]
+    hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
+    for start in range(0, len(td.test_y), batch_size):
+        x = data.normalise(td.test_x[start:start + batch_size])
+        hits += (head(backbone.features(x)).argmax(1) == td.test_y[start:start + batch_size]).sum()
+    return float(hits) * 100.0 / max(len(td.test_y), 1)
+
+
+HELP = "train a backbone on a data set and save it for model.weights=PATH"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p)
     p.add_argument("--out", required=True, metavar="FILE.pt", help="checkpoint to write")
     p.add_argument("--epochs", type=int, default=10, help="epochs over the training set")
@@ -113,9 +113,7 @@ def _add_pretrain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight-decay", type=float, default=5e-4)
 
 
-@command("pretrain", "train a backbone on a data set and save it for model.weights=PATH")(
-    _add_pretrain)
-def main_pretrain(args) -> int:
+def main(args: argparse.Namespace) -> int:
     for flag, value in (("--epochs", args.epochs), ("--lr", args.lr),
                         ("--batch-size", args.batch_size)):
         if not value > 0 or not math.isfinite(value):

@@ -2,7 +2,7 @@
 (eta = 1, i.e. FedAvg) / FedAdam (eta = 0.5), every round evaluated (accuracy and cosine
 distance per round, for the curves), with the pseudo-gradient as the mean (Eq. 1) or the sum
 (Eq. 7 read literally) of client deltas, which decides whether async can beat sync
-(../shared/FIDELITY.md, item 3).
+(README, How the paper is read).
 """
 from fcl.tune import Study, grid, main
 

@@ -1,6 +1,7 @@
 """Small real study results for the analysis tests, written without Ray: tiny engine runs
-(2 tasks, 4 rounds, 20 images per class) stored with `fcl.results_io.trial_row` and
-`trial_rounds_frame`, exactly as a study exports them, under a temporary results/ folder.
+(2 tasks, 4 rounds, 20 images per class) stored with `fcl.results_io.trial_row`,
+`trial_rounds_frame` and `trial_tasks_frame`, as a study exports them, under a temporary
+results/ folder.
 
 Built once per test session (memoised: several test modules share it); a run whose config
 appears in several studies (the defaults) is run once.
@@ -16,10 +17,9 @@ import pandas as pd
 import pytest
 import torch
 
-from fcl.config import ConfigError
 from fcl.engine import prepare_data, run
 from fcl.presets import preset
-from fcl.results_io import trial_rounds_frame, trial_row, write_parquet_atomic
+from fcl.results_io import trial_rounds_frame, trial_row, trial_tasks_frame, write_parquet_atomic
 
 TINY = {"rounds": 4, "data.num_tasks": 2, "data.train_per_class": 20, "data.test_per_class": 10,
         "client.local_epochs": 1, "model.width": 8, "eval.every": 4, "run.device": "cpu"}
@@ -53,14 +53,6 @@ FLOCORA_QUANT = [{"model.adapter": "lora", "model.lora_rank": 4, "model.lora_alp
                   "compression.bits": b} for b in (32, 8, 2)]
 
 
-def _lora_available() -> bool:
-    try:
-        preset("smoke", {**TINY, **FLOCORA_QUANT[0]})
-        return True
-    except ConfigError:
-        return False
-
-
 @functools.cache
 def build_results() -> Path:
     threads = torch.get_num_threads()
@@ -84,27 +76,25 @@ def _build(root: Path) -> Path:
             run_cache[key] = run(cfg, data=data_cache[dkey])
         return cfg, run_cache[key]
 
-    def write_study(name: str, settings: list[dict], stand_in: bool = False):
-        """stand_in: the engine lacks these keys, so the k-th setting is the k-th real run of
-        the optimizers study (numbers differ per setting) with the setting's keys, and the
-        default server keys, written over it."""
-        base = preset("smoke", TINY).to_flat()
-        donors = STUDIES["optimizers"]
-        rows, frames = [], []
-        for i, ((k, setting), seed) in enumerate(itertools.product(enumerate(settings), SEEDS)):
-            cfg, result = one_run({**(donors[k % len(donors)] if stand_in else setting),
-                                   "seed": seed})
-            trial_id = f"{name}_{i:05d}"
-            labels = {**setting, "server.optimizer": base["server.optimizer"],
-                      "server.lr": base["server.lr"]} if stand_in else {}
-            rows.append(trial_row(name, trial_id, result, {**cfg.to_flat(), **labels}))
-            frames.append(trial_rounds_frame(name, trial_id, result).assign(**labels))
+    def write_tables(name: str, rows: list[dict], finished: list[tuple[str, object]]):
+        """trials.parquet from `rows`; rounds and tasks from the (trial_id, result) pairs."""
         write_parquet_atomic(pd.DataFrame(rows), str(root / name / "trials.parquet"))
-        write_parquet_atomic(pd.concat(frames, ignore_index=True),
-                             str(root / name / "rounds.parquet"))
+        for table, frame in (("rounds", trial_rounds_frame), ("tasks", trial_tasks_frame)):
+            write_parquet_atomic(pd.concat([frame(name, tid, res) for tid, res in finished],
+                                           ignore_index=True),
+                                 str(root / name / f"{table}.parquet"))
+
+    def write_study(name: str, settings: list[dict]):
+        rows, finished = [], []
+        for i, (setting, seed) in enumerate(itertools.product(settings, SEEDS)):
+            cfg, result = one_run({**setting, "seed": seed})
+            trial_id = f"{name}_{i:05d}"
+            rows.append(trial_row(name, trial_id, result, cfg.to_flat()))
+            finished.append((trial_id, result))
+        write_tables(name, rows, finished)
 
     def write_search():
-        rows, frames = [], []
+        rows, finished = [], []
         for number, setting in enumerate(SEARCH):
             cfg, result = one_run({**setting, "seed": 0})
             trial_id = f"search_{number:05d}"
@@ -118,22 +108,13 @@ def _build(root: Path) -> Path:
                 continue
             rows.append({**trial_row("search", trial_id, result, cfg.to_flat()), **tune,
                          "round_reached": cfg.rounds - 1, "acc_reached": result.summary["acc"]})
-            frames.append(trial_rounds_frame("search", trial_id, result))
-        write_parquet_atomic(pd.DataFrame(rows), str(root / "search" / "trials.parquet"))
-        write_parquet_atomic(pd.concat(frames, ignore_index=True),
-                             str(root / "search" / "rounds.parquet"))
+            finished.append((trial_id, result))
+        write_tables("search", rows, finished)
 
-    for name, settings in STUDIES.items():
+    for name, settings in {**STUDIES, "flocora_rank_alpha": FLOCORA_RANK_ALPHA,
+                           "flocora_quantization": FLOCORA_QUANT}.items():
         write_study(name, settings)
     write_search()
-    if _lora_available():
-        write_study("flocora_rank_alpha", FLOCORA_RANK_ALPHA)
-        write_study("flocora_quantization", FLOCORA_QUANT)
-    else:
-        # Until `model.adapter=lora` exists (issue 3) the FLoCoRA tables are real tiny NetTailor
-        # runs carrying the FLoCoRA columns: the figure code reads only columns.
-        write_study("flocora_rank_alpha", FLOCORA_RANK_ALPHA, stand_in=True)
-        write_study("flocora_quantization", FLOCORA_QUANT, stand_in=True)
     return root
 
 

@@ -92,7 +92,7 @@ def test_fig5d_shows_iid_as_alpha_inf_first(study_results, tmp_path):
 
 def test_fig3a_bars_are_last_round_task_accuracy(study_results, tmp_path):
     produced = fcl_figures.fig3a(load_study(study_results, "task_order"), tmp_path)
-    rounds = pd.read_parquet(study_results / "task_order" / "rounds.parquet")
+    rounds = pd.read_parquet(study_results / "task_order" / "tasks.parquet")
     last = rounds[rounds["round"] == rounds["rounds"] - 1]
     want = last.groupby(["schedule.order", "task"])["accuracy"].mean()
     got = produced.data.set_index(["schedule.order", "task"])["mean"]
@@ -104,7 +104,7 @@ def test_fig4_follows_task_0_for_fedsgd_and_fedadam_only(study_results, tmp_path
     for fig in (fcl_figures.fig4a, fcl_figures.fig4b):
         produced = fig(load_study(study_results, "optimizers"), tmp_path)
         assert set(produced.data["server.optimizer"]) == {"fedsgd", "fedadam"}
-    rounds = pd.read_parquet(study_results / "optimizers" / "rounds.parquet")
+    rounds = pd.read_parquet(study_results / "optimizers" / "tasks.parquet")
     one = rounds[(rounds["task"] == 0) & (rounds["server.optimizer"] == "fedsgd")
                  & (rounds["server.lr"] == 1.0)].dropna(subset=["accuracy"])
     want = one.groupby("round")["accuracy"].mean()

@@ -1,5 +1,4 @@
 """Batched clients (run.client_batching) against the sequential reference, `local_train`."""
-import contextlib
 import dataclasses
 
 import pytest
@@ -7,7 +6,8 @@ import torch
 
 from fcl.engine import run
 from fcl.federated.batched_clients import StepShape, batched_updates, step_shapes, train_group
-from fcl.federated.client import local_train
+from fcl.federated.client import TaskNames, Trainer, local_train
+from fcl.federated.client_algorithms import ALGORITHMS
 from fcl.models.factory import build_model
 from fcl.models.task_state import buffer_names, read_state, trainable_names
 from fcl.presets import preset
@@ -30,10 +30,11 @@ def sequential_and_batched(adapter: str, augment: bool = False):
             start[n] += 0.01 * torch.randn(start[n].shape, generator=torch.Generator()
                                            .manual_seed(1))
     group = [0, 1, 2, 3, 4]            # unequal steps per epoch: 2, 2, 2, 3, 1
-    seq = [local_train(model, data, 0, c, start, trainable, buffers, cfg.client, cfg.model,
+    trainer = Trainer(model, data, cfg.client)
+    seq = [local_train(trainer, 0, c, start, TaskNames(trainable, buffers),
                        generator(0, "batches", 3, c)) for c in group]
-    bat = train_group(model, data, 0, group, [start] * 5, trainable, cfg.client, cfg.model,
-                      [generator(0, "batches", 3, c) for c in group], contextlib.nullcontext)
+    bat = train_group(trainer, 0, group, [start] * 5, trainable,
+                      [generator(0, "batches", 3, c) for c in group])
     return start, seq, bat, model
 
 
@@ -52,7 +53,6 @@ def test_batched_clients_give_the_sequential_deltas(adapter, augment):
 
 
 def test_batched_fedprox_gives_the_sequential_deltas():
-    from fcl.federated.client_algorithms import ALGORITHMS
     cfg = preset("smoke", {**SMALL, "client.algorithm": "fedprox", "client.prox_mu": 0.5})
     data = synthetic_data(SIZES)
     model = build_model(cfg.model, data.image_shape, data.classes_per_task(), 0)
@@ -60,14 +60,14 @@ def test_batched_fedprox_gives_the_sequential_deltas():
     start = read_state(model.tasks[0], trainable)
     prox = lambda: ALGORITHMS["fedprox"].correction(cfg.client, [start[n] for n in trainable],  # noqa: E731
                                                     [])
-    seq = [local_train(model, data, 0, c, start, trainable, [], cfg.client, cfg.model,
+    trainer = Trainer(model, data, cfg.client)
+    seq = [local_train(trainer, 0, c, start, TaskNames(trainable, []),
                        generator(0, "batches", 3, c), prox()) for c in (0, 1, 2)]
-    bat = train_group(model, data, 0, [0, 1, 2], [start] * 3, trainable, cfg.client, cfg.model,
-                      [generator(0, "batches", 3, c) for c in (0, 1, 2)], contextlib.nullcontext)
-    plain = train_group(model, data, 0, [0, 1, 2], [start] * 3, trainable,
-                        preset("smoke", SMALL).client, cfg.model,
-                        [generator(0, "batches", 3, c) for c in (0, 1, 2)],
-                        contextlib.nullcontext)
+    bat = train_group(trainer, 0, [0, 1, 2], [start] * 3, trainable,
+                      [generator(0, "batches", 3, c) for c in (0, 1, 2)], ALGORITHMS["fedprox"])
+    plain = train_group(Trainer(model, data, preset("smoke", SMALL).client), 0, [0, 1, 2],
+                        [start] * 3, trainable,
+                        [generator(0, "batches", 3, c) for c in (0, 1, 2)])
     for s, b, p in zip(seq, bat, plain):
         for n in trainable:
             assert torch.allclose(b.end[n], s.end[n], atol=1e-5, rtol=0), n
@@ -90,14 +90,14 @@ def test_engine_batches_a_task_and_leaves_batchnorm_and_lone_clients_to_local_tr
         cfg = preset("smoke", {**SMALL, "data.num_tasks": 1, "model.norm": norm,
                                "run.client_batching": True})
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), 0)
-        names = [(trainable_names(m), buffer_names(m)) for m in model.tasks]
-        start = read_state(model.tasks[0], names[0][0] + names[0][1])
-        ups = batched_updates(cfg, 0, model, data, [0, 0, 0, 0, 1], [0, 1, 2, 3, 4],
-                              {c: start for c in range(5)}, names, contextlib.nullcontext)
+        names = [TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks]
+        start = read_state(model.tasks[0], names[0].trainable + names[0].buffers)
+        ups = batched_updates(Trainer(model, data, cfg.client), ALGORITHMS["sgd"], 0, 0,
+                              {0: [0, 1, 2, 3], 1: [4]}, {0: start, 1: start}, names)
         assert set(ups) == expected             # client 4, alone on its task: local_train
-    off = preset("smoke", SMALL)
-    assert batched_updates(off, 0, model, data, [0] * 5, [0, 1], {}, names,
-                           contextlib.nullcontext) == {}
+    scaffold = batched_updates(Trainer(model, data, cfg.client), ALGORITHMS["scaffold"], 0, 0,
+                               {0: [0, 1, 2, 3]}, {0: start}, names)
+    assert scaffold == {}                       # per-client control variates: one by one
 
 
 def test_batched_run_matches_the_sequential_run():

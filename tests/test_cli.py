@@ -27,9 +27,11 @@ def test_run_json_and_parquet(tmp_path):
     assert "round    5/5" in p.stderr                       # progress goes to stderr with --json
     rounds = pd.read_parquet(out / "rounds.parquet")
     tasks = pd.read_parquet(out / "tasks.parquet")
-    one = pd.read_parquet(out / "summary.parquet")
+    one = pd.read_parquet(out / "trials.parquet")             # the study schema, one trial
     assert len(rounds) == 5 and len(tasks) == 25 and len(one) == 1
     assert one["server.lr"].iloc[0] == 0.5 and one["acc"].iloc[0] == pytest.approx(summary["acc"])
+    assert (rounds["trial_id"] == one["trial_id"].iloc[0]).all()
+    assert (rounds["schema_version"] == 2).all() and rounds["tcc_bytes"].is_monotonic_increasing
     assert not [f for f in os.listdir(out) if f.startswith(".tmp-")]
 
 

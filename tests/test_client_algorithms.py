@@ -134,7 +134,7 @@ def test_scaffold_first_round_is_fedavg_and_bytes_double(sgd_run, scaffold_run):
     for a, b in zip(scaf.records, sgd.records):
         assert a["bytes_up"] == 2 * b["bytes_up"] and a["bytes_down"] == 2 * b["bytes_down"]
     assert scaf.summary["tcc_bytes"] == 2 * sgd.summary["tcc_bytes"]
-    assert any(v.abs().sum() > 0 for cc in scaf_states[0].client_control.values()
+    assert any(v.abs().sum() > 0 for cc in scaf_states[0].algorithm.clients.values()
                for v in cc.values())
 
 
@@ -147,17 +147,17 @@ def test_scaffold_c_is_the_mean_of_all_c_i_and_stragglers_keep_theirs():
     silent = 0
     for r, st in enumerate(states):
         part = participation(r, N, cfg.participation, cfg.seed)
-        before = states[r - 1].client_control if r else {}
-        for (client, task), c_i in st.client_control.items():
+        before = states[r - 1].algorithm.clients if r else {}
+        for (client, task), c_i in st.algorithm.clients.items():
             if client not in part.reporting:               # did not train this round
                 silent += 1
                 assert all(torch.equal(c_i[n], before[(client, task)][n]) for n in c_i)
-        for t, ts in enumerate(st.tasks):
-            mean = {n: sum((st.client_control[(i, t)][n] for i in range(N)
-                            if (i, t) in st.client_control), torch.zeros_like(v)) / N
-                    for n, v in ts.control.items()}
-            for n in ts.control:
-                assert torch.allclose(ts.control[n], mean[n], atol=1e-6), (r, t, n)
+        for t, control in enumerate(st.algorithm.server):
+            mean = {n: sum((st.algorithm.clients[(i, t)][n] for i in range(N)
+                            if (i, t) in st.algorithm.clients), torch.zeros_like(v)) / N
+                    for n, v in control.items()}
+            for n in control:
+                assert torch.allclose(control[n], mean[n], atol=1e-6), (r, t, n)
     assert silent > 0
     assert any(r["clients_reporting"] < r["clients_sampled"] for r in res.records)
 
@@ -170,11 +170,11 @@ def test_scaffold_resumes_exactly_from_a_snapshot(scaffold_run):
     assert torch.equal(resumed.accuracy.nan_to_num(-1), full.accuracy.nan_to_num(-1))
     end = states[-1]
     assert same_params(last[-1], end)
-    assert all(torch.equal(a.control[n], b.control[n]) for a, b in zip(last[-1].tasks, end.tasks)
-               for n in a.control)
-    assert set(last[-1].client_control) == set(end.client_control)
-    for key, c_i in end.client_control.items():
-        assert all(torch.equal(c_i[n], last[-1].client_control[key][n]) for n in c_i)
+    assert all(torch.equal(a[n], b[n]) for a, b in zip(last[-1].algorithm.server,
+                                                       end.algorithm.server) for n in a)
+    assert set(last[-1].algorithm.clients) == set(end.algorithm.clients)
+    for key, c_i in end.algorithm.clients.items():
+        assert all(torch.equal(c_i[n], last[-1].algorithm.clients[key][n]) for n in c_i)
 
 
 def test_scaffold_control_change_is_quantized_like_the_delta():
@@ -185,7 +185,7 @@ def test_scaffold_control_change_is_quantized_like_the_delta():
     assert scaf.records[0]["bytes_up"] == 3 * 2 * module == scaf.records[0]["bytes_down"]
     assert module < float32_nbytes(states[0].tasks[0].params) / 2        # quantized
     # after round 0, c_i = 0 + the decoded 2-bit change: at most 4 values per output channel
-    quantized = [t for c_i in states[0].client_control.values() for t in c_i.values()
+    quantized = [t for c_i in states[0].algorithm.clients.values() for t in c_i.values()
                  if t.dim() >= 2]
     assert quantized
     for t in quantized:

@@ -6,7 +6,6 @@ import torch.nn.functional as F
 
 from fcl.config import ModelConfig
 from fcl.models.factory import build_model
-from fcl.models.full import backbone_features
 from fcl.models.lora import LoRAConv
 from fcl.models.task_state import trainable_names
 
@@ -25,7 +24,7 @@ def test_lora_model_equals_the_frozen_base_at_init_exactly(backbone, norm, stem,
     model = lora(backbone, norm, lora_rank=4, lora_alpha=64, lora_on_head=on_head, **stem).eval()
     x = torch.randn(5, 3, 16, 16, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        base = backbone_features(model.backbone, x)
+        base = model.backbone.features(x)
         for t in range(2):
             assert torch.equal(model.features(x, t), base)
         if on_head:                      # frozen random FC + zero-initialised adapter

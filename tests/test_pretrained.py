@@ -8,7 +8,7 @@ from fcl.config import ConfigError, ModelConfig
 from fcl.models.backbone import build_backbone
 from fcl.models.factory import build_model
 from fcl.models.pretrained import load_pretrained_, torchvision_to_fcl
-from fcl.pretrain import features
+
 
 R18 = dict(backbone="resnet18", stem="imagenet", norm="batch")
 
@@ -47,7 +47,7 @@ def test_mapping_covers_every_key_and_gives_torchvisions_features(tmp_path):
     assert load_pretrained_(ours, ModelConfig(**R18, weights=str(path)), 3)
     x = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
-        assert torch.allclose(features(ours, x), torchvision_features(tv, x), atol=1e-5)
+        assert torch.allclose(ours.features(x), torchvision_features(tv, x), atol=1e-5)
     assert all(not p.requires_grad for p in ours.parameters())
 
 
@@ -59,7 +59,7 @@ def test_rgb_weights_on_gray_images_sum_the_stem_filters(tmp_path):
     load_pretrained_(gray, ModelConfig(**R18, weights=str(path)), 1)
     x = torch.randn(2, 1, 48, 48)
     with torch.no_grad():
-        assert torch.allclose(features(gray, x), torchvision_features(tv, x.repeat(1, 3, 1, 1)),
+        assert torch.allclose(gray.features(x), torchvision_features(tv, x.repeat(1, 3, 1, 1)),
                               atol=1e-4)
 
 

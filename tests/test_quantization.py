@@ -85,10 +85,10 @@ def test_values_payload_server_state_is_the_mean_of_dequantized_values(monkeypat
                            "server.lr": 1.0, "compression.payload": "values"})
     sent, weights = {}, {0: 30, 1: 10}
 
-    def fake_train(model, data, t, c, received, trainable, buffers, *args, **kwargs):
+    def fake_train(trainer, t, c, received, names, *args, **kwargs):
         g = torch.Generator().manual_seed(c)
         sent[c] = {n: received[n] + 0.1 * torch.randn(received[n].shape, generator=g)
-                   for n in trainable}
+                   for n in names.trainable}
         return ClientUpdate(c, t, sent[c], weights[c], torch.zeros(()), torch.zeros(()))
 
     monkeypatch.setattr(engine, "local_train", fake_train)
@@ -110,7 +110,7 @@ def test_values_payload_server_state_is_the_mean_of_dequantized_values(monkeypat
 
 def test_engine_quantizes_both_links_and_keeps_server_state_float32():
     """payload=delta: the float32 server state moves by dequantized deltas, off any grid."""
-    from fcl.engine import initial_state, prepare_data, run
+    from fcl.engine import Plan, initial_state, prepare_data, run
     from fcl.models.factory import build_model
     from fcl.presets import preset
     cfg = preset("smoke", {**FAST, "compression.bits": 8, "server.optimizer": "fedsgd",
@@ -120,7 +120,7 @@ def test_engine_quantizes_both_links_and_keeps_server_state_float32():
     states = []
     res = run(cfg, data=data, on_round=lambda rec, st: states.append(st))
     model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    task0 = initial_state(cfg, model).tasks[0]
+    task0 = initial_state(Plan.build(cfg, model, data)).tasks[0]
     one = encoder(8)({**task0.params, **task0.buffers}).nbytes
     first = res.records[0]
     # smoke: 3 clients, all report, group norm (no buffers), every task the same shapes

@@ -17,7 +17,7 @@ ray = pytest.importorskip("ray")
 
 from fcl.config import ConfigError, field_types  # noqa: E402
 from fcl.engine import run  # noqa: E402
-from fcl.tune import StudyOptions, grid, run_study  # noqa: E402
+from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
 from fcl.tune import cluster  # noqa: E402
 from fcl.tune.export import STUDY_COLUMNS, SUMMARY_TYPES, VERSION_COLUMNS  # noqa: E402
 from fcl.tune.space import resolve  # noqa: E402
@@ -44,20 +44,20 @@ def smoke(results, **kw) -> StudyOptions:
 @pytest.fixture(scope="module")
 def uninterrupted(local_ray, tmp_path_factory):
     results = tmp_path_factory.mktemp("uninterrupted")
-    outcome = run_study("grid4", SPACE, smoke(results))
+    outcome = run_study(Study("grid4", SPACE), smoke(results))
     return results, outcome
 
 
 def frames(results, study="grid4"):
     return {n: pd.read_parquet(os.path.join(results, study, f"{n}.parquet"))
-            for n in ("trials", "rounds")}
+            for n in ("trials", "rounds", "tasks")}
 
 
 def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     results, outcome = uninterrupted
     assert (outcome.trials, outcome.finished, outcome.failed) == (4, 4, 0)
     f = frames(results)
-    trials, rounds = f["trials"], f["rounds"]
+    trials, rounds, tasks = f["trials"], f["rounds"], f["tasks"]
     # run_study returns Tune's ResultGrid beside the frames it exported
     assert isinstance(outcome.result_grid, ray.tune.ResultGrid) and len(outcome.result_grid) == 4
     pd.testing.assert_frame_equal(outcome.frames["trials"], trials, check_dtype=False)
@@ -68,20 +68,21 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     assert trials["optuna_trial"].isna().all() and str(trials["optuna_trial"].dtype) == "Int64"
     assert len(trials) == 4 and trials["trial_id"].is_unique
     assert set(trials["status"]) == {"TERMINATED"} and set(trials["error"]) == {""}
-    assert len(rounds) == 4 * 5 * 5                           # trials x rounds x tasks
-    assert rounds.groupby("trial_id").size().eq(25).all()
+    assert len(rounds) == 4 * 5 and len(tasks) == 4 * 5 * 5   # x rounds, x rounds x tasks
+    assert rounds.groupby("trial_id").size().eq(5).all()
+    assert tasks.groupby("trial_id").size().eq(25).all()
     # every config key, the summary, study and version columns, each with one type
     types = field_types()
     for col in (*STUDY_COLUMNS, *types, *SUMMARY_TYPES, *VERSION_COLUMNS, "schema_version"):
         assert col in trials.columns, col
     assert trials["client.lr"].dtype == "float64" and trials["rounds"].dtype == "int64"
     assert trials["server.bias_correction"].dtype == "bool"
-    assert (trials["rounds"] == 5).all() and (trials["schema_version"] == 1).all()
+    assert (trials["rounds"] == 5).all() and (trials["schema_version"] == 2).all()
     assert sorted(zip(trials["client.lr"], trials["server.optimizer"])) == [
         (0.02, "fedadam"), (0.02, "fedsgd"), (0.1, "fedadam"), (0.1, "fedsgd")]
     assert (trials["run.threads"] == 1).all()                 # one CPU per trial
-    # ACC is the mean accuracy of the last round, as rounds.parquet has it
-    last = rounds[rounds["round"] == 4].groupby("trial_id")["accuracy"].mean()
+    # ACC is the mean accuracy of the last round, as tasks.parquet has it
+    last = tasks[tasks["round"] == 4].groupby("trial_id")["accuracy"].mean()
     assert trials.set_index("trial_id")["acc"].sub(last).abs().max() < 1e-9
     # a trial through Ray gives exactly the numbers of a direct engine run of its config
     row = trials.iloc[0]
@@ -91,19 +92,21 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     direct = run(cfg)
     assert row["acc"] == direct.summary["acc"] and row["bwt_f"] == direct.summary["bwt_f"]
     mine = rounds[rounds["trial_id"] == row["trial_id"]]
-    assert mine["drift"].iloc[::5].tolist() == [r["drift"] for r in direct.records]
+    assert mine["drift"].tolist() == [r["drift"] for r in direct.records]
+    assert rounds.groupby("trial_id")["bytes_up"].sum().eq(trials.set_index("trial_id")
+                                                          ["bytes_up"]).all()
 
 
 def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(uninterrupted):
     results, _ = uninterrupted
-    paths = [os.path.join(results, "grid4", f) for f in ("trials.parquet", "rounds.parquet")]
+    paths = [os.path.join(results, "grid4", f"{n}.parquet") for n in ("trials", "rounds", "tasks")]
     before = [open(p, "rb").read() for p in paths]
     with pytest.raises(ConfigError, match="--resume to continue it, or --fresh"):
-        run_study("grid4", SPACE, smoke(results))
+        run_study(Study("grid4", SPACE), smoke(results))
     with pytest.raises(ConfigError, match="differs from the interrupted study"):
-        run_study("grid4", SPACE, StudyOptions(preset="smoke", sets={"rounds": "10"},
-                                               results=str(results), resume=True))
-    outcome = run_study("grid4", SPACE, smoke(results, resume=True))
+        run_study(Study("grid4", SPACE), StudyOptions(preset="smoke", sets={"rounds": "10"},
+                                                      results=str(results), resume=True))
+    outcome = run_study(Study("grid4", SPACE), smoke(results, resume=True))
     assert (outcome.finished, outcome.failed) == (4, 0)
     assert [open(p, "rb").read() for p in paths] == before
 
@@ -136,18 +139,20 @@ def test_driver_killed_mid_study_then_resumed_gives_exactly_the_same_rows(uninte
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not os.path.exists(killed / "grid4" / "trials.parquet")
-    outcome = run_study("grid4", SPACE, smoke(killed, resume=True))
+    outcome = run_study(Study("grid4", SPACE), smoke(killed, resume=True))
     assert (outcome.finished, outcome.failed) == (4, 0)
     a, b = frames(results), frames(killed)
     pd.testing.assert_frame_equal(a["trials"].drop(columns=list(TIMING)),
                                   b["trials"].drop(columns=list(TIMING)))
-    pd.testing.assert_frame_equal(a["rounds"], b["rounds"])
+    pd.testing.assert_frame_equal(a["rounds"].drop(columns="wall_s"),
+                                  b["rounds"].drop(columns="wall_s"))
+    pd.testing.assert_frame_equal(a["tasks"], b["tasks"])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ray, tmp_path):
     space = {"run.device": grid("cpu", "cuda")}         # cuda: fails here, at run time
-    outcome = run_study("failing", space, StudyOptions(
+    outcome = run_study(Study("failing", space), StudyOptions(
         preset="smoke", seeds=1, results=str(tmp_path), max_failures=1))
     assert (outcome.finished, outcome.failed) == (1, 1)
     f = frames(tmp_path, "failing")
@@ -165,10 +170,10 @@ def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ra
     # --retry-errored runs it again
     again = StudyOptions(preset="smoke", seeds=1, results=str(tmp_path), max_failures=1,
                          resume=True)
-    assert run_study("failing", space, again).failed == 1
+    assert run_study(Study("failing", space), again).failed == 1
     assert open(error_logs[0]).read().count("Failure # ") == 2
     from dataclasses import replace
-    retried = run_study("failing", space, replace(again, retry_errored=True))
+    retried = run_study(Study("failing", space), replace(again, retry_errored=True))
     assert (retried.finished, retried.failed) == (1, 1)
     assert open(error_logs[0]).read().count("Failure # ") > 2
 
@@ -192,15 +197,17 @@ def test_every_grid_study_runs_at_smoke_through_ray(local_ray, tmp_path):
     if not _lora_keys():
         studies = {k: v for k, v in studies.items() if not k.startswith("flocora")}
     names = sorted(studies)
-    outcome = run_study("every_study", {"study": grid(*(studies[n] for n in names))},
+    outcome = run_study(Study("every_study", {"study": grid(*(studies[n] for n in names))}),
                         StudyOptions(preset="smoke", seeds=1, results=str(tmp_path)))
     assert (outcome.trials, outcome.finished, outcome.failed) == (len(names), len(names), 0)
     f = frames(tmp_path, "every_study")
     trials = f["trials"].set_index("trial_id")
     assert trials["acc"].notna().all() and (trials["status"] == "TERMINATED").all()
-    rows = f["rounds"].groupby("trial_id").size()           # rounds x tasks, per trial
+    rows = f["tasks"].groupby("trial_id").size()            # rounds x tasks, per trial
     assert rows.sort_index().tolist() == (trials["rounds"] * trials["data.num_tasks"]
                                           ).sort_index().tolist()
+    per_round = f["rounds"].groupby("trial_id").size()      # rounds, per trial
+    assert per_round.sort_index().tolist() == trials["rounds"].sort_index().tolist()
     for name in names:                                      # each study's keys took effect
         match = trials
         for key, value in studies[name].items():
@@ -227,9 +234,8 @@ def test_optuna_search_at_two_seeds_persists_to_sqlite(local_ray, tmp_path):
     space = {k: v for k, v in study.space_for("smoke").items() if k in cheap}
     if not _lora_keys():
         space = {k: v for k, v in space.items() if not k.startswith("model.")}
-    outcome = run_study("search", space, StudyOptions(preset="smoke", num_samples=2, seeds=2,
-                                                      results=str(tmp_path)),
-                        searcher="optuna")
+    outcome = run_study(Study("search", space, searcher="optuna"),
+                        StudyOptions(preset="smoke", num_samples=2, seeds=2, results=str(tmp_path)))
     assert (outcome.trials, outcome.finished) == (2, 4)
     db = f"sqlite:///{tmp_path}/optuna.db"
     ot = optuna.load_study(study_name="search-acc", storage=db)

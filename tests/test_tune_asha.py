@@ -9,7 +9,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from fcl.tune import StudyOptions, grid, run_study  # noqa: E402
+from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
 from fcl.tune import cluster  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
 from fcl.tune.schedulers import SchedulerOptions  # noqa: E402
@@ -97,7 +97,7 @@ def test_asha_search_stops_trials_early_and_records_them(local_ray, tmp_path):
     opts = StudyOptions(preset="smoke", sets={"client.lr": "1e-6", "client.local_epochs": "1"},
                         results=str(tmp_path),
                         scheduler=SchedulerOptions("asha", grace_rounds=1, reduction_factor=2))
-    outcome = run_study("asha", space, opts, early_stopping=True)
+    outcome = run_study(Study("asha", space, early_stopping=True), opts)
     trials = pd.read_parquet(tmp_path / "asha" / "trials.parquet")
     rounds = pd.read_parquet(tmp_path / "asha" / "rounds.parquet")
     n = len(WIDTHS_BEST_FIRST)

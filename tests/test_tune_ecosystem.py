@@ -22,7 +22,7 @@ from ray import tune  # noqa: E402
 
 from fcl.config import ConfigError  # noqa: E402
 from fcl.presets import preset  # noqa: E402
-from fcl.tune import StudyOptions, given, grid, run_study  # noqa: E402
+from fcl.tune import Study, StudyOptions, given, grid, run_study  # noqa: E402
 from fcl.tune import cluster  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
 from fcl.tune.schedulers import SchedulerOptions  # noqa: E402
@@ -105,14 +105,14 @@ def test_a_search_space_cannot_grid_and_a_grid_cannot_be_conditional(tmp_path):
     with pytest.raises(ConfigError, match="client.lr=grid"):
         DefineByRun({"client.lr": grid(0.1, 0.2)})
     with pytest.raises(ConfigError, match="conditional keys need a searcher"):
-        run_study("bad", {"model.adapter": grid("nettailor"),
-                          "model.lora_rank": given("model.adapter", "lora", tune.choice([4]))},
+        run_study(Study("bad", {"model.adapter": grid("nettailor"), "model.lora_rank":
+                                given("model.adapter", "lora", tune.choice([4]))}),
                   StudyOptions(preset="smoke", results=str(tmp_path), dry_run=True))
     with pytest.raises(ConfigError, match="model.adapter never takes 'lorra'"):
-        run_study("bad", {"model.adapter": tune.choice(["nettailor", "lora"]),
-                          "model.lora_rank": given("model.adapter", "lorra", tune.choice([4]))},
-                  StudyOptions(preset="smoke", results=str(tmp_path), dry_run=True),
-                  searcher="optuna")
+        run_study(Study("bad", {"model.adapter": tune.choice(["nettailor", "lora"]),
+                                "model.lora_rank": given("model.adapter", "lorra",
+                                                         tune.choice([4]))}, searcher="optuna"),
+                  StudyOptions(preset="smoke", results=str(tmp_path), dry_run=True))
 
 
 def test_dashboard_command_is_a_storage_url_that_optuna_opens(tmp_path):
@@ -133,7 +133,7 @@ def test_asha_search_stores_stopped_trials_as_pruned_with_their_rounds(local_ray
     opts = StudyOptions(preset="smoke", sets={"client.lr": "1e-6", "client.local_epochs": "1"},
                         results=str(tmp_path), num_samples=6, max_concurrent=1,
                         scheduler=SchedulerOptions("asha", grace_rounds=1, reduction_factor=2))
-    outcome = run_study("asha_search", space, opts, searcher="optuna", early_stopping=True)
+    outcome = run_study(Study("asha_search", space, searcher="optuna", early_stopping=True), opts)
     trials = outcome.frames["trials"]
     ot = optuna.load_study(study_name="asha_search-acc", storage=f"sqlite:///{tmp_path}/optuna.db")
     by_number = {t.number: t for t in ot.trials}
@@ -158,7 +158,7 @@ def test_mlflow_and_tensorboard_callbacks_log_every_trial(local_ray, tmp_path, m
     """MLflow's default store here: a local SQLite file beside the results."""
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    outcome = run_study("tracked", {"client.lr": grid(0.02, 0.1)},
+    outcome = run_study(Study("tracked", {"client.lr": grid(0.02, 0.1)}),
                         StudyOptions(preset="smoke", seeds=1, results=str(tmp_path),
                                      callbacks=("mlflow", "tensorboard")))
     assert outcome.finished == 2

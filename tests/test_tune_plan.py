@@ -6,19 +6,20 @@ import os
 import pickle
 import runpy
 
-import pandas as pd
 import pytest
+import torch
 
 pytest.importorskip("ray")
 from ray import tune  # noqa: E402
 
 from fcl.config import ConfigError, field_types  # noqa: E402
 from fcl.presets import preset  # noqa: E402
-from fcl.tune import StudyOptions, grid, run_study  # noqa: E402
+from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
 from fcl.tune.cluster import trial_resources  # noqa: E402
 from fcl.tune.export import SUMMARY_TYPES, TrialOutcome, study_frames, trial_ids  # noqa: E402
 from fcl.tune.space import check_space, data_signature, dataset_key, trial_overrides  # noqa: E402
+from fcl.tune.study import load_datasets  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STUDY_FILES = sorted(glob.glob(os.path.join(REPO, "studies", "*.py")))
@@ -26,14 +27,6 @@ STUDY_FILES = sorted(glob.glob(os.path.join(REPO, "studies", "*.py")))
 
 def load_study(name: str):
     return runpy.run_path(os.path.join(REPO, "studies", f"{name}.py"))["STUDY"]
-
-
-def lora_keys_exist() -> bool:
-    try:
-        preset("smoke", {"model.adapter": "lora", "model.lora_rank": 4, "compression.bits": 8})
-        return True
-    except ConfigError:
-        return False
 
 
 # grid points at `local` and at `smoke` (one seed), from the grids the scripts declare
@@ -59,8 +52,6 @@ def test_every_study_script_is_counted():
 @pytest.mark.parametrize("name", sorted(COUNTS))
 @pytest.mark.parametrize("which", ["local", "smoke"])
 def test_dry_run_prints_the_trial_table_and_counts(name, which, capsys):
-    if name.startswith("flocora") and not lora_keys_exist():
-        pytest.skip("model.adapter=lora / compression.bits not in fcl.config yet (issue 3)")
     small = ["--set", "data.train_per_class=30", "data.test_per_class=5"]     # counts only
     code = run_study_cli(load_study(name), ["--preset", which, "--dry-run", "--seeds", "1",
                                             *small])
@@ -123,14 +114,14 @@ def test_bad_flags_fail_before_any_trial_with_one_line_and_exit_2(argv, line, ca
 ])
 def test_bad_spaces_fail_before_any_trial(space, fragment, tmp_path):
     with pytest.raises(ConfigError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
-        run_study("bad", space, StudyOptions(preset="smoke", results=str(tmp_path)))
+        run_study(Study("bad", space), StudyOptions(preset="smoke", results=str(tmp_path)))
     assert not os.listdir(tmp_path)
 
 
 def test_a_partition_that_cannot_be_cut_fails_before_any_trial(tmp_path):
     from fcl.data.datasets import DataError
     with pytest.raises(DataError, match="data.num_clients=500"):
-        run_study("bad", {"data.num_clients": grid(3, 500)},
+        run_study(Study("bad", {"data.num_clients": grid(3, 500)}),
                   StudyOptions(preset="smoke", results=str(tmp_path), dry_run=True))
 
 
@@ -170,14 +161,16 @@ def test_study_of_failed_trials_still_has_every_column_typed():
     failed = [TrialOutcome(c, "ERROR", "RuntimeError: boom", None, {}, str(i))
               for i, c in enumerate(cfgs)]
     frames = study_frames("s", "smoke", failed, ["seed"])
-    trials, rounds = frames["trials"], frames["rounds"]
-    assert len(trials) == 2 and len(rounds) == 0
+    trials, rounds, tasks = frames["trials"], frames["rounds"], frames["tasks"]
+    assert len(trials) == 2 and len(rounds) == 0 and len(tasks) == 0
     for col, dtype in SUMMARY_TYPES.items():
         assert str(trials[col].dtype) == dtype and trials[col].isna().all()
     types = field_types()
-    assert all(k in trials and k in rounds for k in types)
+    assert all(k in trials and k in rounds and k in tasks for k in types)
     assert str(trials["data.alpha"].dtype) == "float64" == str(rounds["data.alpha"].dtype)
-    assert str(rounds["accuracy"].dtype) == "float64" and str(rounds["round"].dtype) == "int64"
+    assert str(tasks["accuracy"].dtype) == "float64" and str(rounds["round"].dtype) == "int64"
+    # the columns a finished run writes, even with no run to write them
+    assert {"tcc_bytes", "compression_ratio", "tasks_trained", "wall_s"} <= set(rounds)
 
 
 def test_trial_ids_hash_the_config_and_number_equal_configs():
@@ -195,4 +188,9 @@ def test_declarations_and_bound_parameters_pickle():
     assert pickle.loads(pickle.dumps(study)) == study
     cfg = preset("smoke")
     assert pickle.loads(pickle.dumps(cfg)) == cfg
-    assert isinstance(pd.DataFrame(), pd.DataFrame)
+    # what tune.with_parameters binds to every trial besides the config: the loaded data sets
+    datasets = load_datasets([cfg])
+    (key, ds), = datasets.items()
+    back = pickle.loads(pickle.dumps(datasets))[key]
+    assert torch.equal(back.train_x, ds.train_x) and torch.equal(back.test_y, ds.test_y)
+    assert (back.classes, back.task_classes) == (ds.classes, ds.task_classes)

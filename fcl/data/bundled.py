@@ -14,13 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from fcl.data.cache import cached
-from fcl.data.datasets import DataError, ImageDataset, from_arrays, register
+from fcl.data.image_dataset import DataError, ImageDataset, from_arrays
 
 BUNDLED_PATH = Path(__file__).parent / "bundled" / "fashion_mnist_split.npz"
 SHA256 = "c8bc7d083a707211d6a383f67f0ac4201c08b6b7941700ba32024c706beedd20"
 
 
-@register("fashion_mnist_bundled")
 def load_bundled(root: str = "", cfg=None) -> ImageDataset:
     del root, cfg  # the bundled set lives inside the package
     if not BUNDLED_PATH.is_file():

@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 import torch
 
 from fcl.atomic_file import atomic_path
-from fcl.data.datasets import ImageDataset
+from fcl.data.image_dataset import ImageDataset
 
 FORMAT = "fcl-cache/1"
 SUFFIX = ".fclcache.pt"

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from fcl.data.cache import cached
-from fcl.data.datasets import DataError, ImageDataset, from_arrays, register
 from fcl.data.download import try_download
+from fcl.data.image_dataset import DataError, ImageDataset, from_arrays
 
 
 @dataclass(frozen=True)
@@ -138,11 +138,9 @@ def load_cifar(name: str, root: str) -> ImageDataset:
                   lambda: decode(name, folder, layout))
 
 
-@register("cifar100")
 def load_cifar100(root: str, cfg=None) -> ImageDataset:
     return load_cifar("cifar100", root)
 
 
-@register("cifar10")
 def load_cifar10(root: str, cfg=None) -> ImageDataset:
     return load_cifar("cifar10", root)

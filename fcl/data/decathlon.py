@@ -33,25 +33,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fcl.config import ConfigError
 from fcl.data.cache import cached
-from fcl.data.datasets import DataError, ImageDataset, from_arrays, register
+from fcl.data.domains import DOMAINS, parse_domains
+from fcl.data.image_dataset import DataError, ImageDataset, from_arrays
 from fcl.data.images import decode_images
 
-DOMAINS = ("aircraft", "cifar100", "daimlerpedcls", "dtd", "gtsrb", "imagenet12", "omniglot",
-           "svhn", "ucf101", "vgg-flowers")
 SIZE = 72
 HOW = ("expected the Visual Decathlon devkit layout DIR/annotations/<domain>_{train,val}.json "
        "with images under DIR/data (decathlon-1.0-devkit.tar.gz and decathlon-1.0-data.tar.gz "
        "from www.robots.ox.ac.uk/~vgg/decathlon/; imagenet12 from image-net.org)")
-
-
-def parse_domains(text: str) -> tuple[str, ...]:
-    """`data.domains` -> the sequence ('' = all ten); unknown or repeated names raise ValueError."""
-    names = tuple(d.strip() for d in text.split(",") if d.strip()) if text else DOMAINS
-    unknown = [d for d in names if d not in DOMAINS]
-    if unknown or len(set(names)) != len(names) or not names:
-        raise ValueError(f"unknown or repeated domain in {text!r}")
-    return names
 
 
 def read_annotations(path: Path) -> tuple[list[str], list[int], list[str]]:
@@ -123,7 +114,6 @@ def concat_domains(parts: list[tuple[str, ImageDataset]]) -> ImageDataset:
                         torch.cat(ys["test"]), tuple(classes), tuple(groups))
 
 
-@register("decathlon")
 def load_decathlon(root: str, cfg=None) -> ImageDataset:
     if not root:
         raise DataError(f"data.name=decathlon needs data.root=DIR; {HOW}")
@@ -133,7 +123,6 @@ def load_decathlon(root: str, cfg=None) -> ImageDataset:
     try:
         domains = parse_domains(cfg.domains if cfg is not None else "")
     except ValueError:
-        from fcl.config import ConfigError
         raise ConfigError("data.domains", cfg.domains, "unknown or repeated domain",
                           ", ".join(DOMAINS)) from None
     return concat_domains([(d, load_domain(base, d)) for d in domains])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from fcl.data.datasets import DataError
+from fcl.data.image_dataset import DataError
 
 
 def offline() -> bool:

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from fcl.data.cache import cached
-from fcl.data.datasets import DataError, ImageDataset, from_arrays, register
 from fcl.data.download import try_download
 from fcl.data.idx import find_idx, read_idx_pair
+from fcl.data.image_dataset import DataError, ImageDataset, from_arrays
 from fcl.data.make_bundled import CLASSES, DEFAULT_SOURCE
 
 PARTS = [(prefix, kind) for prefix in ("train", "t10k") for kind in ("images", "labels")]
@@ -55,7 +55,6 @@ def decode(folder: Path) -> ImageDataset:
                        test_x.astype(np.uint8, copy=False), test_y, CLASSES)
 
 
-@register("fashion_mnist")
 def load_fashion_mnist(root: str = "", cfg=None) -> ImageDataset:
     base = Path(root or DEFAULT_SOURCE)
     folder = find_folder(base)

@@ -18,7 +18,7 @@ import torch
 
 from fcl.config import DataConfig
 from fcl.data.augment import random_crop_flip
-from fcl.data.datasets import DataError, ImageDataset
+from fcl.data.image_dataset import DataError, ImageDataset
 from fcl.data.partition import dirichlet_partition, iid_partition, lda_partition
 from fcl.seeding import derive_seed
 

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fcl.data.datasets import DataError
+from fcl.data.image_dataset import DataError
 
 
 def decode_one(path: Path, size: int, fit: str) -> np.ndarray:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fcl.data.cache import cached
-from fcl.data.datasets import DataError, ImageDataset, from_arrays, register
+from fcl.data.image_dataset import DataError, ImageDataset, from_arrays
 from fcl.data.images import decode_images
 
 SPLITS = ("train.csv", "val.csv", "test.csv")
@@ -87,7 +87,6 @@ def decode(root: Path, classes: list[str], by_class: dict[str, list[str]]) -> Im
                        np.array([y for _, y in test]), tuple(classes))
 
 
-@register("miniimagenet")
 def load_miniimagenet(root: str, cfg=None) -> ImageDataset:
     if not root:
         raise DataError(f"data.name=miniimagenet needs data.root=DIR; {HOW}")

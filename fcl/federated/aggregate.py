@@ -8,18 +8,29 @@ reporting clients' end values.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from fcl.models.task_state import Params
 
 
 def pseudo_gradient(deltas: list[Params], weights: list[float], mode: str) -> Params:
-    if mode == "sum":
-        coeffs = [1.0] * len(deltas)
-    else:
-        total = float(sum(weights))
-        coeffs = [w / total for w in weights]
-    return weighted_sum(deltas, coeffs)
+    return AGGREGATES[mode](deltas, weights)
+
+
+def mean_of_deltas(deltas: list[Params], weights: list[float]) -> Params:
+    total = float(sum(weights))
+    return weighted_sum(deltas, [w / total for w in weights])
+
+
+def sum_of_deltas(deltas: list[Params], weights: list[float]) -> Params:
+    return weighted_sum(deltas, [1.0] * len(deltas))
+
+
+# server.aggregate -> (deltas, sample counts) -> pseudo-gradient
+AGGREGATES: dict[str, Callable[[list[Params], list[float]], Params]] = {
+    "mean": mean_of_deltas, "sum": sum_of_deltas}
 
 
 def weighted_mean(states: list[Params], weights: list[float]) -> Params:
@@ -39,11 +50,6 @@ def subtract(a: Params, b: Params) -> Params:
     return {n: a[n] - b[n] for n in a}
 
 
-def squared_distance(a: Params, b: Params) -> torch.Tensor:
-    """||a - b||^2 over all tensors, as a 0-d tensor (no host sync)."""
-    return sum(((a[n] - b[n]).float().pow(2).sum() for n in a), torch.zeros((), device=_dev(a)))
-
-
 def cosine_distance(a: Params, b: Params, names: list[str] | None = None) -> torch.Tensor:
     """1 - cos(a, b) of the concatenated tensors (`names`: a subset, e.g. the head)."""
     names = list(a) if names is None else names
@@ -51,6 +57,3 @@ def cosine_distance(a: Params, b: Params, names: list[str] | None = None) -> tor
     vb = torch.cat([b[n].flatten().float() for n in names])
     return 1 - torch.nn.functional.cosine_similarity(va, vb, dim=0, eps=1e-12)
 
-
-def _dev(p: Params) -> torch.device:
-    return next(iter(p.values())).device

@@ -33,29 +33,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, ContextManager
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
 
-from fcl.config import ClientConfig, ModelConfig, RunConfig
-from fcl.data.federated import FederatedData
-from fcl.federated.client import ClientUpdate, sgd_step_
-from fcl.federated.client_algorithms import ALGORITHMS
+from fcl.federated.client import ClientUpdate, TaskNames, Trainer, sgd_step_
+from fcl.federated.client_algorithms import ClientAlgorithm
 from fcl.models.task_state import Params
 from fcl.seeding import generator
 
 
-def why_sequential(model: nn.Module, buffers: list[str], cfg: ClientConfig) -> str | None:
+def why_sequential(model: nn.Module, buffers: list[str], algorithm: ClientAlgorithm
+                   ) -> str | None:
     """None when a task's clients can be batched, else why they train one by one (the model
     must already be in train mode)."""
     if buffers or any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training
                       for m in model.modules()):
         return "BatchNorm in train mode (batch and running statistics are per client)"
-    if ALGORITHMS[cfg.algorithm].control_variates:
-        return f"client.algorithm={cfg.algorithm} keeps per-client control variates"
+    if algorithm.control_variates:
+        return f"{type(algorithm).__name__} keeps per-client control variates"
     return None
 
 
@@ -84,13 +82,13 @@ class _ClientLoss(nn.Module):
     """One client's loss on one (padded) batch: the weighted cross-entropy plus the model's
     extra loss; run through `functional_call` with the client's task tensors swapped in."""
 
-    def __init__(self, model: nn.Module, task: int, model_cfg: ModelConfig):
+    def __init__(self, model: nn.Module, task: int):
         super().__init__()
-        self.model, self.task, self.model_cfg = model, task, model_cfg
+        self.model, self.task = model, task
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         loss = (F.cross_entropy(self.model(x, self.task), y, reduction="none") * weight).sum()
-        extra = self.model.extra_loss(self.task, self.model_cfg)
+        extra = self.model.extra_loss(self.task)
         return loss if extra is None else loss + extra
 
 
@@ -123,11 +121,11 @@ def round_plan(shards: list[torch.Tensor], gens: list[torch.Generator], epochs: 
     return shapes, by_epoch, [w.view(sh.active, sh.width) for w, sh in zip(weights, shapes)]
 
 
-def train_group(model: nn.Module, data: FederatedData, task: int, clients: list[int],
-                starts: list[Params], trainable: list[str], cfg: ClientConfig,
-                model_cfg: ModelConfig, gens: list[torch.Generator],
-                forward_context: Callable[[], ContextManager]) -> list[ClientUpdate]:
+def train_group(trainer: Trainer, task: int, clients: list[int], starts: list[Params],
+                trainable: list[str], gens: list[torch.Generator],
+                algorithm: ClientAlgorithm = ClientAlgorithm()) -> list[ClientUpdate]:
     """K local epochs of `clients` (same task) in vmapped steps; updates in the given order."""
+    model, data, cfg = trainer.model, trainer.data, trainer.cfg
     td = data.tasks[task]
     sizes = [len(td.shards[c]) for c in clients]
     order = sorted(range(len(clients)), key=lambda g: -math.ceil(sizes[g] / cfg.batch_size))
@@ -140,8 +138,7 @@ def train_group(model: nn.Module, data: FederatedData, task: int, clients: list[
     live = [params[n] for n in trainable]
     start = [p.detach().clone() for p in live]
     momentum = [torch.zeros_like(p) for p in live] if cfg.momentum else []
-    algorithm = ALGORITHMS[cfg.algorithm]
-    loss_module = _ClientLoss(model, task, model_cfg)
+    loss_module = _ClientLoss(model, task)
     prefix = f"model.tasks.{task}."
 
     def client_loss(p: Params, x, y, w):
@@ -164,7 +161,7 @@ def train_group(model: nn.Module, data: FederatedData, task: int, clients: list[
             else:
                 x = td.train_x[idx]
             views = {n: params[n][:a] for n in trainable}
-            with forward_context():
+            with trainer.forward():
                 loss = losses_of(views, data.normalise(x), td.train_y[idx], w)
             grads = list(torch.autograd.grad(loss.sum(), list(views.values())))
             with torch.no_grad():
@@ -184,26 +181,20 @@ def train_group(model: nn.Module, data: FederatedData, task: int, clients: list[
     return [ups[c] for c in clients]
 
 
-def batched_updates(cfg: RunConfig, r: int, model: nn.Module, data: FederatedData,
-                    tasks_of: list[int], reporting: list[int], received: dict[int, Params],
-                    names, forward_context: Callable[[], ContextManager]
-                    ) -> dict[int, ClientUpdate]:
-    """The updates of round r's reporting clients that train batched: every task with at least
-    two of them. Clients missing from the result are for `local_train`. Empty unless
-    `run.client_batching`."""
-    if not cfg.run.client_batching:
-        return {}
-    model.train()
-    by_task: dict[int, list[int]] = {}
-    for c in reporting:
-        by_task.setdefault(tasks_of[c], []).append(c)
+def batched_updates(trainer: Trainer, algorithm: ClientAlgorithm, seed: int, r: int,
+                    by_task: dict[int, list[int]], starts: dict[int, Params],
+                    names: list[TaskNames]) -> dict[int, ClientUpdate]:
+    """Round r's updates of the clients that can train batched: `by_task` lists each task's
+    reporting clients, `starts` what each task's clients received. A task trains batched when
+    it has at least two clients and `why_sequential` finds nothing; clients missing from the
+    result are for `local_train`."""
+    trainer.model.train()
     out: dict[int, ClientUpdate] = {}
     for t, clients in sorted(by_task.items()):
-        if len(clients) < 2 or why_sequential(model, names[t][1], cfg.client) is not None:
+        if len(clients) < 2 or why_sequential(trainer.model, names[t].buffers, algorithm):
             continue
-        trainable = names[t][0]
-        gens = [generator(cfg.seed, "batches", r, c) for c in clients]
-        ups = train_group(model, data, t, clients, [received[c] for c in clients], trainable,
-                          cfg.client, cfg.model, gens, forward_context)
+        gens = [generator(seed, "batches", r, c) for c in clients]
+        ups = train_group(trainer, t, clients, [starts[t]] * len(clients), names[t].trainable,
+                          gens, algorithm)
         out.update((up.client, up) for up in ups)
     return out

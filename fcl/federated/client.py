@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.config import ClientConfig, ModelConfig
+from fcl.config import ClientConfig
 from fcl.data.federated import FederatedData
 from fcl.federated.client_algorithms import Correction
 from fcl.models.task_state import Params, live_tensors, load_state_, read_state
@@ -51,22 +51,37 @@ def sgd_step_(params: list[torch.Tensor], grads: list[torch.Tensor],
     torch._foreach_add_(params, grads, alpha=-cfg.lr)
 
 
-def local_train(model: nn.Module, data: FederatedData, task: int, client: int, start: Params,
-                trainable: list[str], buffers: list[str], cfg: ClientConfig,
-                model_cfg: ModelConfig, gen: torch.Generator,
-                correction: Correction | None = None,
-                forward_context: Callable[[], ContextManager] = nullcontext) -> ClientUpdate:
-    """`correction`: the client algorithm's gradient correction (FedProx, SCAFFOLD), applied
-    to every step's gradients before the SGD step; None for plain SGD. `forward_context`: what
-    the forward pass and loss run in (`ComputeMode.forward_context`: bf16 autocast or nothing);
-    the backward pass runs outside it."""
+@dataclass(frozen=True)
+class TaskNames:
+    """A task module's tensor names: trained (and stepped by the server) and float buffers."""
+    trainable: list[str]
+    buffers: list[str]
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """What every client of a run trains with: the model, the data on the device, `client.*`,
+    and the context of every forward pass (`ComputeMode.forward_context`: bf16 autocast or
+    nothing; the backward pass runs outside it)."""
+    model: nn.Module
+    data: FederatedData
+    cfg: ClientConfig
+    forward: Callable[[], ContextManager] = nullcontext
+
+
+def local_train(trainer: Trainer, task: int, client: int, start: Params, names: TaskNames,
+                gen: torch.Generator, correction: Correction | None = None) -> ClientUpdate:
+    """K local epochs of `client` on `task` from `start`. `correction`: the client algorithm's
+    gradient correction (FedProx, SCAFFOLD), applied to every step's gradients before the SGD
+    step; None for plain SGD."""
+    model, data, cfg = trainer.model, trainer.data, trainer.cfg
     module = model.tasks[task]
     load_state_(module, start)
-    params = live_tensors(module, trainable)
+    params = live_tensors(module, names.trainable)
     momentum_bufs: list[torch.Tensor] = []
     td = data.tasks[task]
     shard = td.shards[client]
-    start_params = [start[n] for n in trainable]
+    start_params = [start[n] for n in names.trainable]
     drift = torch.zeros((), device=shard.device)
     loss_sum = torch.zeros((), device=shard.device)
     steps = 0
@@ -75,9 +90,9 @@ def local_train(model: nn.Module, data: FederatedData, task: int, client: int, s
     for _ in range(cfg.local_epochs):
         for idx in epoch_batches(shard, cfg.batch_size, gen):
             x = data.normalise(augment(td.train_x[idx]))
-            with forward_context():
+            with trainer.forward():
                 loss = F.cross_entropy(model(x, task), td.train_y[idx])
-                extra = model.extra_loss(task, model_cfg)
+                extra = model.extra_loss(task)
                 if extra is not None:
                     loss = loss + extra
             grads = list(torch.autograd.grad(loss, params))
@@ -89,5 +104,5 @@ def local_train(model: nn.Module, data: FederatedData, task: int, client: int, s
         with torch.no_grad():
             diffs = torch._foreach_sub(params, start_params)
             drift += sum(d.pow(2).sum() for d in diffs)
-    return ClientUpdate(client, task, read_state(module, trainable + buffers), len(shard),
-                        drift, loss_sum / max(steps, 1))
+    return ClientUpdate(client, task, read_state(module, names.trainable + names.buffers),
+                        len(shard), drift, loss_sum / max(steps, 1))

@@ -12,8 +12,9 @@ they would on a loss that held the extra term):
                                        task loss, comparable across algorithms.
     scaffold  g - c_i + c              Karimireddy et al. 2020, Algorithm 1
 
-SCAFFOLD's control variates are kept per task: c_t with the task's server state, c_{i,t} per
-client and task (`RunState.client_control`; missing means zero, the initial value). After K
+SCAFFOLD's control variates are kept per task: c_t beside the task's server state, c_{i,t} per
+client and task (`Controls`, the plug-in's state in `RunState.algorithm`; a missing c_i means
+zero, the initial value). After K
 local steps at learning rate eta (K = the minibatch steps the client took over all its epochs),
 option II of the paper:
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -62,17 +63,96 @@ def control_shift(c_minus_ci: list[torch.Tensor]) -> Correction:
     return correct
 
 
-@dataclass(frozen=True)
 class ClientAlgorithm:
-    control_variates: bool          # SCAFFOLD: c and c_i kept per task, Delta c_i sent up
-    correction: Callable[[ClientConfig, list[torch.Tensor], list[torch.Tensor]],
-                         Correction | None]   # (cfg, start params, c - c_i) -> correction
+    """A client algorithm as a plug-in: its gradient correction, and the state and messages it
+    keeps beside the server state. This base is plain local SGD (FedAvg's client): no state,
+    no extra message, the raw gradient. The engine passes every extra message through the run's
+    codec (so it is counted and quantized like the rest) and keeps the state in `RunState`.
+
+        init(task_params)                          -> state
+        downlink(state, task)                      -> what the server sends with a task's state
+        shift(state, client, task, down)           -> the fixed gradient shift of a client's round
+        correction(cfg, start, shift)              -> the per-step correction (None: plain SGD)
+        uplink(cfg, state, client, task, start, end, samples, down) -> what the client sends
+        client_update(state, client, task, sent)   -> state after the client applied its message
+        server_update(state, task, sent, clients)  -> state after the server took the messages
+    """
+    control_variates = False     # per-client state: its clients cannot be batched
+
+    def init(self, task_params: list[Params]) -> Any:
+        return None
+
+    def downlink(self, state: Any, task: int) -> Params:
+        return {}
+
+    def shift(self, state: Any, client: int, task: int, down: Params) -> list[torch.Tensor] | None:
+        return None
+
+    def correction(self, cfg: ClientConfig, start: list[torch.Tensor],
+                   shift: list[torch.Tensor] | None) -> Correction | None:
+        return None
+
+    def uplink(self, cfg: ClientConfig, state: Any, client: int, task: int, start: Params,
+               end: Params, samples: int, down: Params) -> Params:
+        return {}
+
+    def client_update(self, state: Any, client: int, task: int, sent: Params) -> Any:
+        return state
+
+    def server_update(self, state: Any, task: int, sent: list[Params], num_clients: int) -> Any:
+        return state
+
+
+class FedProx(ClientAlgorithm):
+    def correction(self, cfg, start, shift):
+        return proximal(cfg.prox_mu, start)
+
+
+@dataclass(frozen=True)
+class Controls:
+    """SCAFFOLD's state: c per task (the server's) and c_i per (client, task) trained so far
+    (missing = zero, the initial c_i)."""
+    server: tuple[Params, ...]
+    clients: dict[tuple[int, int], Params]
+
+
+class Scaffold(ClientAlgorithm):
+    control_variates = True
+
+    def init(self, task_params):
+        return Controls(tuple(zeros_like(p) for p in task_params), {})
+
+    def downlink(self, state, task):
+        return state.server[task]
+
+    def _own(self, state: Controls, client: int, task: int, down: Params) -> Params:
+        return state.clients.get((client, task)) or zeros_like(down)
+
+    def shift(self, state, client, task, down):
+        own = self._own(state, client, task, down)
+        return [down[n] - own[n] for n in down]                         # c - c_i
+
+    def correction(self, cfg, start, shift):
+        return control_shift(shift)
+
+    def uplink(self, cfg, state, client, task, start, end, samples, down):
+        return control_change(start, end, down, local_steps(samples, cfg), cfg.lr)
+
+    def client_update(self, state, client, task, sent):
+        own = self._own(state, client, task, sent)
+        return Controls(state.server, {**state.clients,
+                                       (client, task): {n: own[n] + sent[n] for n in sent}})
+
+    def server_update(self, state, task, sent, num_clients):
+        server = list(state.server)
+        server[task] = server_control(server[task], sent, num_clients)
+        return Controls(tuple(server), state.clients)
 
 
 ALGORITHMS: dict[str, ClientAlgorithm] = {
-    "sgd": ClientAlgorithm(False, lambda cfg, start, shift: None),
-    "fedprox": ClientAlgorithm(False, lambda cfg, start, shift: proximal(cfg.prox_mu, start)),
-    "scaffold": ClientAlgorithm(True, lambda cfg, start, shift: control_shift(shift)),
+    "sgd": ClientAlgorithm(),
+    "fedprox": FedProx(),
+    "scaffold": Scaffold(),
 }
 
 

@@ -112,3 +112,29 @@ def encoder(bits: int) -> Callable[[Params], Message]:
 
 def float32_nbytes(params: Params) -> int:
     return sum(FLOAT_BYTES * t.numel() for t in params.values())
+
+
+@dataclass(frozen=True)
+class Codec:
+    """`compression.*` resolved once per run: the encoder of both links and what the uplink
+    carries (payload=values: trained tensors; delta: trained minus received)."""
+    bits: int
+    values: bool
+
+    @classmethod
+    def from_config(cls, bits: int, payload: str) -> "Codec":
+        return cls(bits, payload == "values")
+
+    @property
+    def encode(self) -> Callable[[Params], Message]:
+        return encoder(self.bits)
+
+    def send(self, params: Params) -> tuple[Params, int]:
+        """(what the receiver decodes, the bytes sent)."""
+        msg = self.encode(params)
+        return decode(msg), msg.nbytes
+
+    def served(self, state: Params) -> Params:
+        """The model clients receive and evaluation sees: with payload=values the broadcast as
+        decoded (quantized below 32 bits); with payload=delta the float32 server state."""
+        return state if self.bits == 32 or not self.values else self.send(state)[0]

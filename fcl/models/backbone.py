@@ -27,9 +27,13 @@ last, so the paper presets feed CIFAR's 32x32 images at 72x72 (Decathlon's size 
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from fcl.seeding import derive_seed
 
 
 def make_norm(kind: str, channels: int, groups: int = 2) -> nn.Module:
@@ -52,6 +56,15 @@ def init_weights_(module: nn.Module) -> None:
             nn.init.zeros_(m.bias)
 
 
+# A per-task model may run the backbone with some layers swapped for its own (LoRA: a conv with
+# a merged kernel, a trained norm): `swap(layer)` gives the callable to run in place of `layer`.
+Swap = Callable[[nn.Module], Callable[[torch.Tensor], torch.Tensor]]
+
+
+def same(layer: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    return layer
+
+
 class BasicBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int, norm: str, groups: int = 2):
         super().__init__()
@@ -64,13 +77,16 @@ class BasicBlock(nn.Module):
             self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
                                           make_norm(norm, cout, groups))
 
-    def preactivation(self, x: torch.Tensor) -> torch.Tensor:
+    def preactivation(self, x: torch.Tensor, swap: Swap = same) -> torch.Tensor:
         """The residual sum before the block's last ReLU (NetTailor gates it with proxies)."""
-        out = torch.relu(self.bn1(self.conv1(x)))
-        return self.bn2(self.conv2(out)) + self.shortcut(x)
+        out = torch.relu(swap(self.bn1)(swap(self.conv1)(x)))
+        out = swap(self.bn2)(swap(self.conv2)(out))
+        for layer in self.shortcut:
+            x = swap(layer)(x)
+        return out + x
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.preactivation(x))
+    def forward(self, x: torch.Tensor, swap: Swap = same) -> torch.Tensor:
+        return torch.relu(self.preactivation(x, swap))
 
 
 class Stem(nn.Sequential):
@@ -98,8 +114,11 @@ class Stem(nn.Sequential):
             x = F.interpolate(x, size=(s, s), mode="bilinear", align_corners=False)
         return x
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(self.resize(x))
+    def forward(self, x: torch.Tensor, swap: Swap = same) -> torch.Tensor:
+        x = self.resize(x)
+        for layer in self:
+            x = swap(layer)(x)
+        return x
 
 
 SPECS = {  # name -> (channels per stage, blocks per stage)
@@ -135,11 +154,21 @@ class Backbone(nn.Module):
     def out_channels(self) -> int:
         return self.channels[-1]
 
+    def forward(self, x: torch.Tensor, swap: Swap = same) -> torch.Tensor:
+        """The last node: stem, then every block (the one ResNet walk of the project)."""
+        x = self.stem(x, swap)
+        for block in self.blocks:
+            x = block(x, swap)
+        return x
+
+    def features(self, x: torch.Tensor, swap: Swap = same) -> torch.Tensor:
+        """Globally average-pooled last node: what a head reads."""
+        return self(x, swap).mean(dim=(2, 3))
+
 
 def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int,
                    stem: str = "cifar", input_size: int = 0, norm_groups: int = 2) -> Backbone:
     """A randomly initialised backbone, identical for the same (name, seed), frozen."""
-    from fcl.seeding import derive_seed
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "backbone"))
         if name == "resnet_tiny":

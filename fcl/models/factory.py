@@ -20,7 +20,7 @@ from fcl.seeding import derive_seed
 
 def _nettailor(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
     return NetTailorNet(backbone, classes_per_task, cfg.proxy_depth, cfg.gate_init, cfg.norm,
-                        cfg.node_relu)
+                        cfg.node_relu, cfg.complexity_penalty)
 
 
 def _lora(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:

@@ -18,14 +18,6 @@ from torch import nn
 from fcl.models.backbone import Backbone
 
 
-def backbone_features(net: Backbone, x: torch.Tensor) -> torch.Tensor:
-    """The plain ResNet forward: stem, blocks, global average pool."""
-    x = net.stem(x)
-    for block in net.blocks:
-        x = block(x)
-    return x.mean(dim=(2, 3))
-
-
 class FullTask(nn.Module):
     def __init__(self, backbone: Backbone, num_classes: int):
         super().__init__()
@@ -46,7 +38,7 @@ class FullNet(nn.Module):
 
     def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
         module = self.tasks[task]
-        return module.head(backbone_features(module.net, x))
+        return module.head(module.net.features(x))
 
-    def extra_loss(self, task: int, cfg) -> torch.Tensor | None:
+    def extra_loss(self, task: int) -> torch.Tensor | None:
         return None

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import copy
 import math
+from functools import partial
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.models.backbone import Backbone
+from fcl.models.backbone import Backbone, Swap
 
 
 def _key(name: str) -> str:
@@ -125,37 +127,29 @@ class LoRANet(nn.Module):
         self.tasks = nn.ModuleList(LoRATask(backbone, n, rank, alpha, train_norms, lora_on_head)
                                    for n in classes_per_task)
         self._layers = dict(backbone.named_modules())   # plain dict: not registered twice
+        self._convs, self._norms = adapted_layers(backbone)
 
     def train(self, mode: bool = True):
         super().train(mode)
         self.backbone.eval()   # frozen: BatchNorm statistics of the shared norms never move
         return self
 
-    def _conv(self, module: LoRATask, name: str, x: torch.Tensor) -> torch.Tensor:
-        return module.adapters[_key(name)](x, self._layers[name])
-
-    def _norm(self, module: LoRATask, name: str, x: torch.Tensor) -> torch.Tensor:
-        norm = module.norms[_key(name)] if len(module.norms) else self._layers[name]
-        return norm(x)
+    def swap(self, task: int) -> Swap:
+        """The backbone's convs as task `task`'s adapted convs, its norms as the task's own
+        (when trained); everything else runs as is."""
+        m = self.tasks[task]
+        table: dict[nn.Module, Callable] = {
+            self._layers[n]: partial(m.adapters[_key(n)], base=self._layers[n])
+            for n in self._convs}
+        if len(m.norms):
+            table.update({self._layers[n]: m.norms[_key(n)] for n in self._norms})
+        return lambda layer: table.get(layer, layer)
 
     def features(self, x: torch.Tensor, task: int) -> torch.Tensor:
-        m = self.tasks[task]
-        x = self.backbone.stem.resize(x)                 # model.input_size, when set
-        for i, layer in enumerate(self.backbone.stem):
-            name = f"stem.{i}"
-            x = (self._conv(m, name, x) if isinstance(layer, nn.Conv2d) else
-                 self._norm(m, name, x) if isinstance(layer, NORMS) else layer(x))
-        for i, block in enumerate(self.backbone.blocks):
-            p = f"blocks.{i}."
-            out = torch.relu(self._norm(m, p + "bn1", self._conv(m, p + "conv1", x)))
-            out = self._norm(m, p + "bn2", self._conv(m, p + "conv2", out))
-            if len(block.shortcut):
-                x = self._norm(m, p + "shortcut.1", self._conv(m, p + "shortcut.0", x))
-            x = torch.relu(out + x)
-        return x.mean(dim=(2, 3))
+        return self.backbone.features(x, self.swap(task))
 
     def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
         return self.tasks[task].head(self.features(x, task))
 
-    def extra_loss(self, task: int, cfg) -> torch.Tensor | None:
+    def extra_loss(self, task: int) -> torch.Tensor | None:
         return None

@@ -107,9 +107,11 @@ class NetTailorNet(nn.Module):
     """A frozen backbone shared by all tasks, plus one `NetTailorTask` per task."""
 
     def __init__(self, backbone: Backbone, classes_per_task: list[int], depth: int = 3,
-                 gate_init: float = 2.0, norm: str = "group", node_relu: str = "after_sum"):
+                 gate_init: float = 2.0, norm: str = "group", node_relu: str = "after_sum",
+                 complexity_penalty: float = 0.0):
         super().__init__()
         self.backbone = backbone
+        self.complexity_penalty = complexity_penalty
         self.relu_after_sum = node_relu == "after_sum"
         self.tasks = nn.ModuleList(NetTailorTask(backbone, n, depth, gate_init, norm)
                                    for n in classes_per_task)
@@ -136,7 +138,7 @@ class NetTailorNet(nn.Module):
             nodes.append(torch.relu(out) if self.relu_after_sum else out)
         return nodes
 
-    def extra_loss(self, task: int, cfg) -> torch.Tensor | None:
-        if cfg.complexity_penalty > 0:
-            return cfg.complexity_penalty * self.tasks[task].complexity()
+    def extra_loss(self, task: int) -> torch.Tensor | None:
+        if self.complexity_penalty > 0:
+            return self.complexity_penalty * self.tasks[task].complexity()
         return None

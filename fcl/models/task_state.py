@@ -45,6 +45,3 @@ def live_tensors(module: nn.Module, names: list[str]) -> list[torch.Tensor]:
     tensors = _tensors(module)
     return [tensors[n] for n in names]
 
-
-def num_elements(state: Params) -> int:
-    return sum(t.numel() for t in state.values())

@@ -8,7 +8,7 @@ import argparse
 import shlex
 import sys
 
-from fcl.cli import EXIT_USAGE, parse_sets
+from fcl.cli_args import EXIT_USAGE, parse_sets
 from fcl.config import ConfigError
 from fcl.data.datasets import DataError
 from fcl.presets import PRESETS
@@ -121,9 +121,7 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
-        outcome = run_study(study.name, study.space_for(args.preset), opts, base=study.base,
-                            searcher=study.searcher, early_stopping=study.early_stopping,
-                            run_presets=study.presets)
+        outcome = run_study(study, opts)
     except (ConfigError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

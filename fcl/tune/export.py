@@ -1,4 +1,5 @@
-"""A finished (or resumed) study as two tidy Parquet files, written by the driver.
+"""A finished (or resumed) study as three tidy Parquet files (`fcl.results_io`'s schema: trials,
+rounds, tasks), written by the driver.
 
 Rows come from each trial's last checkpoint (the whole `RunResult`), never from Tune's
 progress logs, which repeat the rounds a resumed trial replays: so a study killed and resumed
@@ -9,7 +10,6 @@ columns have fixed types, so exporting the same results twice writes the same fi
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from fcl import results_io
 from fcl.config import RunConfig, field_types
-from fcl.results_io import trial_rounds_frame, trial_row, write_parquet_atomic
+from fcl.results_io import (config_hash, empty, round_types, task_types, trial_rounds_frame,
+                            trial_row, trial_tasks_frame, write_frames)
 from fcl.tune.space import resolve
 from fcl.tune.trainable import load_result, seed_configs, versions
 
@@ -30,16 +32,10 @@ STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset", "tune_trial_i
                  "tune_trial_dir")
 OPTUNA_COLUMN = "optuna_trial"          # Int64; null outside Optuna searches
 VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "python_version")
-# The run summary's columns and types: present (NaN / null) even in a table of failed trials.
-SUMMARY_TYPES = {"acc": "float64", "bwt_f": "float64", "bwt_f_literal": "float64",
-                 "bytes_up": "Int64", "bytes_down": "Int64", "samples": "Int64",
-                 "tcc_bytes": "Int64", "full_fedavg_bytes": "Int64",
-                 "compression_ratio": "float64", "wall_s": "float64", "samples_per_s": "float64",
-                 "drift_mean": "float64", "trainable_params_per_task": "Int64",
-                 "device": "string", "precision": "string",
-                 # how far the trial got: R - 1 when finished; where ASHA stopped it, and the
-                 # acc it was compared on (mean accuracy at the latest evaluated round)
-                 "round_reached": "Int64", "acc_reached": "float64"}
+# The run summary's columns and types (`fcl.records.RunSummary`): present (NaN / null) even in
+# a table of failed trials; then how far the trial got: R - 1 when finished; where ASHA stopped
+# it, and the acc it was compared on (mean accuracy at the latest evaluated round).
+SUMMARY_TYPES = {**results_io.SUMMARY_TYPES, "round_reached": "Int64", "acc_reached": "float64"}
 PANDAS_TYPE = {bool: "bool", int: "int64", float: "float64", str: "string"}
 
 
@@ -65,11 +61,6 @@ def fcl_git() -> str:
         return out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
-
-
-def config_hash(cfg: RunConfig) -> str:
-    text = json.dumps(cfg.to_flat(), sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def error_line(error: BaseException) -> str:
@@ -152,7 +143,7 @@ def trial_ids(trials: list[TrialOutcome]) -> list[str]:
 def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys: list[str]
                  ) -> dict[str, pd.DataFrame]:
     ids = trial_ids(trials)
-    rows, rounds = [], []
+    rows, rounds, tasks = [], [], []
     for tid, t in zip(ids, trials):
         row = trial_row(study, tid, t.result, t.config.to_flat(), t.status, t.error)
         row.update({"preset": preset, **{k: t.versions.get(k, "") for k in VERSION_COLUMNS}})
@@ -164,18 +155,27 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
         rows.append(row)
         if t.result is not None:
             rounds.append(trial_rounds_frame(study, tid, t.result))
+            tasks.append(trial_tasks_frame(study, tid, t.result))
     types = field_types()
     metrics = metric_types([t.result.summary for t in trials if t.result is not None], types)
     trials_df = typed_trials(pd.DataFrame(rows) if rows else empty_trials(types), types,
                              metrics)
     keys = [k for k in sort_keys if k in trials_df] + ["trial_id"]
     trials_df = trials_df.sort_values(keys, kind="stable").reset_index(drop=True)
-    rounds_df = pd.concat(rounds, ignore_index=True) if rounds else empty_rounds(types)
     order = {tid: i for i, tid in enumerate(trials_df["trial_id"])}
-    rounds_df = (rounds_df.assign(_order=rounds_df["trial_id"].map(order))
-                 .sort_values(["_order", "round", "task"], kind="stable")
-                 .drop(columns="_order").reset_index(drop=True))
-    return {"trials": trials_df, "rounds": rounds_df}
+    return {"trials": trials_df,
+            "rounds": _in_order(rounds, round_types(), order, ["round"]),
+            "tasks": _in_order(tasks, task_types(), order, ["round", "task"])}
+
+
+def _in_order(frames: list[pd.DataFrame], types: dict[str, str], order: dict[str, int],
+              keys: list[str]) -> pd.DataFrame:
+    """The trials' frames in the order of trials.parquet, then by `keys` (every column even
+    with no rows: a study whose trials all failed)."""
+    df = pd.concat(frames, ignore_index=True) if frames else empty(types)
+    return (df.assign(_order=df["trial_id"].map(order))
+            .sort_values(["_order", *keys], kind="stable")
+            .drop(columns="_order").reset_index(drop=True))
 
 
 def empty_trials(types: dict[str, type]) -> pd.DataFrame:
@@ -185,15 +185,11 @@ def empty_trials(types: dict[str, type]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
 
 
-def empty_rounds(types: dict[str, type]) -> pd.DataFrame:
-    """rounds.parquet of a study whose trials all failed: no rows, every column."""
-    ints = ("round", "task", "task_reports", "phase", "bytes_up", "bytes_down",
-            "clients_sampled", "clients_reporting", "schema_version")
-    floats = ("accuracy", "cos_head", "cos_module", "drift", "mean_acc", "train_loss")
-    cols = {"study": "string", "trial_id": "string", **{c: "int64" for c in ints},
-            **{c: "float64" for c in floats}, "evaluated": "bool",
-            **{k: PANDAS_TYPE[t] for k, t in types.items()}}
-    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in cols.items()})
+def trial_types() -> dict[str, str]:
+    """Every column of a study's trials.parquet and its type, in order."""
+    return {**{c: "string" for c in STUDY_COLUMNS},
+            **{k: PANDAS_TYPE[t] for k, t in field_types().items()}, OPTUNA_COLUMN: "Int64",
+            **SUMMARY_TYPES, **{c: "string" for c in VERSION_COLUMNS}, "schema_version": "int64"}
 
 
 def typed_trials(df: pd.DataFrame, types: dict[str, type], metrics: dict[str, str]
@@ -229,12 +225,7 @@ def metric_types(summaries: list[dict], types: dict[str, type]) -> dict[str, str
 
 
 def write_study(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:
-    paths = []
-    for name, df in frames.items():
-        path = os.path.join(folder, f"{name}.parquet")
-        write_parquet_atomic(df, path)
-        paths.append(path)
-    return paths
+    return write_frames(frames, folder)
 
 
 def summary_line(trials_df: pd.DataFrame) -> str:

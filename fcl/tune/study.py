@@ -2,7 +2,10 @@
 
     space -> checked against the config (one line, exit 2, before any trial)
           -> Ray Tune trials (one engine run each; reported every round, checkpointed)
-          -> results/<study>/trials.parquet + rounds.parquet (written by the driver)
+          -> results/<study>/{trials,rounds,tasks}.parquet (written by the driver)
+
+    run_study(study, options) = plan_study (no Ray) -> claim_state (the resume policy) ->
+    fit (Tune) -> export_study
 
 Tune keeps its state under `--storage` (default `<results>/.tune/<study>`); `--resume`
 continues a study whose driver stopped, from that state and the trials' checkpoints.
@@ -14,7 +17,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 import pyarrow.fs
@@ -236,57 +239,87 @@ def remove_experiment(path: str) -> None:
         fs.delete_dir(p)
 
 
-def run_study(name: str, space: Space, opts: StudyOptions = StudyOptions(),
-              base: dict | None = None, searcher: str | None = None,
-              out: TextIO | None = None, early_stopping: bool = False,
-              run_presets: dict[str, str] | None = None) -> StudyOutcome:
-    """Run (or `--resume`, or `--dry-run`) study `name` over `space` and export its Parquet.
+@dataclass(frozen=True)
+class StudyPlan:
+    """A study resolved against its options before any trial: what the steps of `run_study`
+    share."""
+    study: Study
+    opts: StudyOptions
+    cfg: RunConfig                     # the base config every trial starts from
+    space: Space                       # what Tune runs (a grid's seeds are one more axis)
+    datasets: dict[tuple, ImageDataset]
+    scheduler: Any                     # None (FIFO) or Tune's ASHA
+    address: str | None                # a Ray cluster to join; None: start a local Ray
 
-    `base`: config overrides the study always applies (before the user's `--set`);
-    `searcher`: None for grids and random draws, "optuna" for an Optuna TPE search;
-    `early_stopping`: whether `opts.scheduler` may be ASHA (`Study.early_stopping`).
-    Returns the counts, the exported frames and Tune's `ResultGrid` (`StudyOutcome`)."""
+    @property
+    def name(self) -> str:
+        return self.study.name
+
+
+def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | None = None
+              ) -> StudyOutcome:
+    """Run (or `--resume`, or `--dry-run`) `study` and export its Parquet. Returns the counts,
+    the exported frames and Tune's `ResultGrid` (`StudyOutcome`)."""
     t0 = time.perf_counter()
     out = out or sys.stdout
-    schedulers.check(opts.scheduler, name, early_stopping)
-    trackers.check(opts.callbacks)
-    cfg = base_config(opts, base or {}, run_presets)
-    space = study_space(space, cfg, opts, searcher)
-    configs = spaces.check_space(space, cfg)
-    max_rounds = max(c.rounds for c in configs)
-    scheduler = schedulers.make_scheduler(opts.scheduler, cfg.rounds_per_phase, max_rounds)
-    datasets = load_datasets(configs)
-    check_data(configs, datasets)
-
-    address = opts.address or os.environ.get("RAY_ADDRESS") or None
-    if address is None:                    # a local Ray: checked before starting it
-        have = cluster.local_resources()
-        res = cluster.trial_resources(have, opts.cpus_per_trial, opts.gpus_per_trial,
-                                      opts.max_concurrent)
+    plan = plan_study(study, opts)
     if opts.dry_run:
-        if address is not None:
-            have, autoscales = _connected_resources(address)
-            res = cluster.trial_resources(have, opts.cpus_per_trial, opts.gpus_per_trial,
-                                          opts.max_concurrent, autoscales)
-        n = cluster.concurrency(have, res, opts.max_concurrent)
-        trials, table = plan_table(space, cfg, opts.num_samples, datasets, n, res.threads,
-                                   res.gpus, searcher is not None, trial_seeds(opts, searcher))
-        print(f"study {name} (preset {opts.preset}): {res.cpus:g} CPU / {res.gpus:g} GPU per "
-              f"trial\n{table}", file=out)
-        if scheduler is not None:
-            print(f"scheduler: {schedulers.describe(scheduler, opts.scheduler.reduction_factor)}"
-                  " (the cost above is the most it can take)", file=out)
-        return StudyOutcome(trials)
-
-    state = claim_state(name, opts, searcher)      # refuses a rerun before Ray starts
-    started = cluster.connect(address)
+        return dry_run(plan, out)
+    import ray
+    if plan.address is None and not ray.is_initialized():   # checked before a local Ray starts
+        trial_share(plan, cluster.local_resources(), False)
+    state = claim_state(study.name, opts, study.searcher)      # refuses a rerun before Ray starts
+    started = cluster.connect(plan.address)
     try:
-        return _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0, scheduler,
-                               state)
+        res = trial_share(plan, ray.cluster_resources(), cluster.can_autoscale())
+        if not plan.cfg.run.threads:
+            plan = replace(plan, cfg=with_overrides(plan.cfg, {"run.threads": res.threads}))
+        grid, interrupted = fit(plan, state, res, out)
+        return export_study(plan, grid, interrupted, time.perf_counter() - t0, out)
     finally:
         if started:
-            import ray
             ray.shutdown()
+
+
+def plan_study(study: Study, opts: StudyOptions) -> StudyPlan:
+    """Every check that needs no Ray: the scheduler and trackers asked for, the space against
+    the config, the data sets loaded and cut (one line, exit 2, before any trial)."""
+    schedulers.check(opts.scheduler, study.name, study.early_stopping)
+    trackers.check(opts.callbacks)
+    cfg = base_config(opts, study.base, study.presets)
+    space = study_space(study.space_for(opts.preset), cfg, opts, study.searcher)
+    configs = spaces.check_space(space, cfg)
+    scheduler = schedulers.make_scheduler(opts.scheduler, cfg.rounds_per_phase,
+                                          max(c.rounds for c in configs))
+    datasets = load_datasets(configs)
+    check_data(configs, datasets)
+    return StudyPlan(study, opts, cfg, space, datasets, scheduler,
+                     opts.address or os.environ.get("RAY_ADDRESS") or None)
+
+
+def trial_share(plan: StudyPlan, have: dict, autoscales: bool) -> cluster.TrialResources:
+    o = plan.opts
+    return cluster.trial_resources(have, o.cpus_per_trial, o.gpus_per_trial, o.max_concurrent,
+                                   autoscales)
+
+
+def dry_run(plan: StudyPlan, out: TextIO) -> StudyOutcome:
+    """The trial table and what it will cost; runs nothing."""
+    have, autoscales = ((cluster.local_resources(), False) if plan.address is None
+                        else _connected_resources(plan.address))
+    res = trial_share(plan, have, autoscales)
+    n = cluster.concurrency(have, res, plan.opts.max_concurrent)
+    searcher = plan.study.searcher
+    trials, table = plan_table(plan.space, plan.cfg, plan.opts.num_samples, plan.datasets, n,
+                               res.threads, res.gpus, searcher is not None,
+                               trial_seeds(plan.opts, searcher))
+    print(f"study {plan.name} (preset {plan.opts.preset}): {res.cpus:g} CPU / {res.gpus:g} GPU "
+          f"per trial\n{table}", file=out)
+    if plan.scheduler is not None:
+        rf = plan.opts.scheduler.reduction_factor
+        print(f"scheduler: {schedulers.describe(plan.scheduler, rf)} (the cost above is the "
+              "most it can take)", file=out)
+    return StudyOutcome(trials)
 
 
 def study_space(space: Space, cfg: RunConfig, opts: StudyOptions, searcher: str | None
@@ -363,45 +396,41 @@ def _connected_resources(address: str | None) -> tuple[dict, bool]:
             ray.shutdown()
 
 
-def _fit_and_export(name, space, cfg, opts, datasets, searcher, out, t0, scheduler,
-                    state: TuneState) -> StudyOutcome:
-    import ray
-
-    from fcl.tune import export, progress
-
-    res = cluster.trial_resources(ray.cluster_resources(), opts.cpus_per_trial,
-                                  opts.gpus_per_trial, opts.max_concurrent,
-                                  cluster.can_autoscale())
-    if not cfg.run.threads:
-        cfg = with_overrides(cfg, {"run.threads": res.threads})
-    meta = study_meta(name, space, cfg, opts, searcher, scheduler)
-    check_resume(name, state, opts, meta)
+def fit(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO):
+    """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted)."""
+    from fcl.tune import progress
+    meta = study_meta(plan)
+    check_resume(plan.name, state, plan.opts, meta)
     write_meta(state.path, meta)
-    if searcher == "optuna":
+    if plan.study.searcher == "optuna":
         from fcl.tune.searchers import dashboard_command
-        print(f"optuna: {dashboard_command(opts.results)}", file=out, flush=True)
-    tuner = make_tuner(name, space, cfg, opts, datasets, searcher, scheduler, state, res, out)
+        print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
+    tuner = make_tuner(plan, state, res, out)
     with progress.quiet_interrupt() as interrupted:
         grid = tuner.fit()
+    return grid, bool(interrupted)
 
-    trials, unfinished = export.outcomes(grid, cfg)
-    frames = export.study_frames(name, opts.preset, trials, varying_keys(space))
+
+def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: TextIO
+                 ) -> StudyOutcome:
+    """The study's Parquet from the trials' last checkpoints (held back if interrupted)."""
+    from fcl.tune import export
+    trials, unfinished = export.outcomes(grid, plan.cfg)
+    frames = export.study_frames(plan.name, plan.opts.preset, trials, varying_keys(plan.space))
     df = frames["trials"]
     failed = int((df["status"] == "ERROR").sum())
+    counts = (len(grid), len(df) - failed, failed, unfinished)
     if interrupted:          # the Parquet files wait for the study to complete (--resume)
-        outcome = StudyOutcome(len(grid), (), len(df) - failed, failed, unfinished,
-                               time.perf_counter() - t0, grid, frames, True)
-        print(interrupted_line(outcome, opts), file=sys.stderr)
+        outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True)
+        print(interrupted_line(outcome, plan.opts), file=sys.stderr)
         return outcome
-    paths = export.write_study(frames, os.path.join(opts.results, name))
-    outcome = StudyOutcome(len(grid), tuple(paths), len(df) - failed, failed, unfinished,
-                           time.perf_counter() - t0, grid, frames)
+    paths = export.write_study(frames, os.path.join(plan.opts.results, plan.name))
     print(export.summary_line(df), file=out)
     for p in paths:
         print(f"wrote {p}", file=out)
     if unfinished:
         print(f"{unfinished} trials did not finish; run again with --resume", file=out)
-    return outcome
+    return StudyOutcome(counts[0], tuple(paths), *counts[1:], wall_s, grid, frames)
 
 
 def check_resume(name: str, state: TuneState, opts: StudyOptions, meta: dict) -> None:
@@ -419,13 +448,15 @@ def check_resume(name: str, state: TuneState, opts: StudyOptions, meta: dict) ->
                           "--fresh")
 
 
-def study_meta(name, space, cfg, opts, searcher, scheduler) -> dict:
-    return {"study": name, "preset": opts.preset, "base": cfg.to_flat(),
+def study_meta(plan: StudyPlan) -> dict:
+    opts, searcher = plan.opts, plan.study.searcher
+    return {"study": plan.name, "preset": opts.preset, "base": plan.cfg.to_flat(),
             "space": {k: describe_value(v) if not spaces.is_grid(v) else
-                      [describe_value(x) for x in v["grid_search"]] for k, v in space.items()},
+                      [describe_value(x) for x in v["grid_search"]]
+                      for k, v in plan.space.items()},
             "num_samples": opts.num_samples, "searcher": searcher, "objective": opts.objective,
             "trial_seeds": trial_seeds(opts, searcher),
-            "scheduler": schedulers.describe(scheduler, opts.scheduler.reduction_factor)}
+            "scheduler": schedulers.describe(plan.scheduler, opts.scheduler.reduction_factor)}
 
 
 def progress_reporter(space: Space, searcher: str | None):
@@ -441,20 +472,20 @@ def progress_reporter(space: Space, searcher: str | None):
         max_report_frequency=30, max_progress_rows=40, max_column_length=16)
 
 
-def make_tuner(name, space, cfg, opts, datasets, searcher, scheduler, state: TuneState, res,
-               out):
+def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO):
     from ray import tune
 
-    from fcl.tune import searchers, trackers
+    from fcl.tune import searchers
     from fcl.tune.trainable import train_trial
+    name, cfg, opts, searcher = plan.name, plan.cfg, plan.opts, plan.study.searcher
     trainable = tune.with_resources(
-        tune.with_parameters(train_trial, base=cfg, datasets=datasets,
+        tune.with_parameters(train_trial, base=cfg, datasets=plan.datasets,
                              checkpoint_every=opts.checkpoint_every or max(1, cfg.rounds // 10),
                              seeds=trial_seeds(opts, searcher)),
         res.as_dict())
     run_config = tune.RunConfig(
         name=name, storage_path=state.storage, verbose=1,
-        progress_reporter=progress_reporter(space, searcher),
+        progress_reporter=progress_reporter(plan.space, searcher),
         callbacks=trackers.callbacks(opts.callbacks, name, opts.results),
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1))
@@ -462,14 +493,14 @@ def make_tuner(name, space, cfg, opts, datasets, searcher, scheduler, state: Tun
         print(f"resuming study {name} from {state.path}", file=out, flush=True)
         return tune.Tuner.restore(state.path, trainable, resume_unfinished=True,
                                   resume_errored=opts.retry_errored)
-    search_alg, param_space = None, spaces.complete_variants(space, cfg)
+    search_alg, param_space = None, spaces.complete_variants(plan.space, cfg)
     if searcher == "optuna":
         search_alg = searchers.optuna_searcher(name, opts.objective, opts.results, cfg.seed,
-                                               opts.max_concurrent, space)
+                                               opts.max_concurrent, plan.space)
         param_space = {}                     # the searcher's define-by-run space holds it all
     tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
-                                  scheduler=scheduler, max_concurrent_trials=opts.max_concurrent,
-                                  reuse_actors=True)
+                                  scheduler=plan.scheduler,
+                                  max_concurrent_trials=opts.max_concurrent, reuse_actors=True)
     return tune.Tuner(trainable, param_space=param_space, tune_config=tune_config,
                       run_config=run_config)
 

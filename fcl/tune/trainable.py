@@ -1,15 +1,16 @@
 """One Tune trial = one engine run, reported every round and checkpointed every few rounds.
 
-Checkpoints hold the engine's `RunState` of each seed (server params, buffers and optimizer
-moments per task, the accuracy matrix, the records so far); every random stream of a run is
-derived from (seed, round, client), so a trial resumed from one finishes bit-identical to an
-uninterrupted trial. A trial of several seeds (a search's `--seeds N`) runs them in lockstep
-and reports their mean every round. The last report carries a checkpoint with the whole `RunResult`: the driver builds the
-Parquet rows from it, and a trial restored from it (the driver died after it finished) just
-reports it again.
+Checkpoints hold per seed the engine's `RunState` (server params, buffers and optimizer moments
+per task, the accuracy matrix, running totals) and the round records reported so far; every
+random stream of a run is derived from (seed, round, client), so a trial resumed from one
+finishes bit-identical to an uninterrupted trial. A trial of several seeds (a search's
+`--seeds N`) runs them in lockstep and reports their mean every round. The last report carries
+a checkpoint with the whole `RunResult`: the driver builds the Parquet rows from it, and a trial
+restored from it (the driver died after it finished) just reports it again.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -25,6 +26,7 @@ from fcl.config import RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset, load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
 from fcl.engine import RunResult, RunState, run
+from fcl.records import RoundRecord
 from fcl.tune.space import data_signature, dataset_key, resolve
 
 STATE_FILE, RESULT_FILE, META_FILE = "run_state.pt", "run_result.pt", "meta.json"
@@ -90,11 +92,14 @@ class SeedRun:
     own resume step: every random stream derives from (seed, round, client), so a run advanced
     round by round is bit-identical to one run straight through."""
 
-    def __init__(self, cfg: RunConfig, datasets: dict, state: RunState | None):
+    def __init__(self, cfg: RunConfig, datasets: dict,
+                 saved: tuple[RunState, list[RoundRecord]] | None):
         from fcl.compute_mode import ComputeMode
         from fcl.engine import resolve_device
         from fcl.models.factory import build_model
-        self.cfg, self.state, self.result = cfg, state, None
+        self.cfg, self.result = cfg, None
+        # the engine's state holds no history: the records reported so far are kept here
+        self.state, self.records = saved if saved is not None else (None, [])
         data = federated_data(cfg, datasets)
         self.model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
         self.data = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device)).data(data)
@@ -107,15 +112,21 @@ class SeedRun:
         """Train the next round; after the last one `result` holds the whole run."""
         last = self.cfg.rounds - 1
 
-        def pause(record: dict, state: RunState) -> None:
-            if record["round"] < last:
+        def pause(record: RoundRecord, state: RunState) -> None:
+            self.records.append(record)
+            if record.round < last:
                 raise _Paused(state)
 
         try:
-            self.result = run(self.cfg, on_round=pause, data=self.data, resume=self.state,
-                              model=self.model)
+            result = run(self.cfg, on_round=pause, data=self.data, resume=self.state,
+                         model=self.model)
+            self.result = dataclasses.replace(result, records=list(self.records))
         except _Paused as paused:
             self.state = paused.state
+
+    def saved(self) -> tuple[RunState, list[RoundRecord]]:
+        """What a checkpoint keeps of this seed: the engine's state and the records so far."""
+        return self.state, self.records
 
 
 def _save(obj, name: str, meta: dict) -> tempfile.TemporaryDirectory:
@@ -168,12 +179,12 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
         for r in runs:
             r.step()
         wall = wall_before + time.perf_counter() - t0
-        metrics = mean_metrics([round_metrics(r.state.records, r.state.bytes_up +
-                                              r.state.bytes_down, wall) for r in runs])
+        metrics = mean_metrics([round_metrics(r.records, r.state.totals.tcc, wall)
+                                for r in runs])
         if runs[0].next_round % checkpoint_every:
             tune.report(metrics)
             continue
-        with _save([r.state for r in runs], STATE_FILE,
+        with _save([r.saved() for r in runs], STATE_FILE,
                    {"wall_s": wall, "next_round": runs[0].next_round}) as d:
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
     for r in runs:
@@ -191,8 +202,7 @@ def finished(result: RunResult, wall: float) -> RunResult:
     """The run's result with the trial's wall time (the engine's covers its last call only)."""
     summary = {**result.summary, "wall_s": wall,
                "samples_per_s": result.summary["samples"] / wall if wall > 0 else math.nan}
-    return RunResult(result.config, result.records, result.task_records, result.accuracy,
-                     summary)
+    return dataclasses.replace(result, summary=summary)
 
 
 def final_metrics(result: RunResult) -> dict:

@@ -1,0 +1,101 @@
+"""Migrate stored study results from schema 1 to schema 2, in place (atomic writes).
+
+    python analysis/migrate_results.py results/            # every study folder below it
+
+Schema 1 stored rounds.parquet as one row per trial x round x task. Schema 2 (`fcl.results_io`)
+splits it: rounds.parquet one row per trial x round, tasks.parquet one row per trial x round x
+task; trials.parquet gains every column schema 2 documents. What the old rows cannot tell is
+left null, never invented:
+- a round's `cos_head` / `cos_module` are the mean over the tasks updated that round (as the
+  engine computes them), `tasks_trained` the tasks with reports; `wall_s` was not stored (null);
+  `tcc_bytes` where missing is the running sum of the round's bytes; `compression_ratio` where
+  missing stays null (the full-model bytes per round were not stored);
+- config keys added after the run (e.g. `compression.payload`, `model.norm_groups`,
+  `model.node_relu`) are null: those runs predate the keys (their behaviour is the one the
+  commit in `fcl_git` had).
+A folder already at schema 2 is left as it is.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):     # run as `python analysis/migrate_results.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pandas as pd  # noqa: E402
+
+from fcl.records import TaskRecord, columns  # noqa: E402
+from fcl.results_io import (SCHEMA_VERSION, config_types, round_types, task_types,  # noqa: E402
+                            typed, write_parquet_atomic)
+
+NULLABLE = {"int64": "Int64", "bool": "boolean", "float64": "float64", "string": "string"}
+
+
+def nullable_where_missing(df: pd.DataFrame, types: dict[str, str]) -> dict[str, str]:
+    """`types`, with the columns `df` lacks made nullable (they will hold nulls)."""
+    return {c: (t if c in df else NULLABLE.get(t, t)) for c, t in types.items()}
+
+
+def split_rounds(old: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Schema-1 rounds (per task) -> schema-2 (rounds, tasks)."""
+    config = [c for c in config_types() if c in old]
+    tasks = old.rename(columns={"task_reports": "reports"})
+    tasks = tasks[["study", "trial_id", *columns(TaskRecord), *config]]
+    rows = []
+    for (_, _), g in old.groupby(["trial_id", "round"], sort=False):
+        first = g.iloc[0]
+        updated = g[g["task_reports"] > 0]
+        row = {c: first[c] for c in old.columns if c not in columns(TaskRecord)
+               and c not in ("task_reports",)}
+        row.update(round=first["round"],
+                   tasks_trained=json.dumps(sorted(int(t) for t in updated["task"])),
+                   cos_head=_mean(updated["cos_head"]), cos_module=_mean(updated["cos_module"]))
+        rows.append(row)
+    rounds = pd.DataFrame(rows)
+    if "tcc_bytes" not in rounds:
+        rounds["tcc_bytes"] = (rounds["bytes_up"] + rounds["bytes_down"]).groupby(
+            rounds["trial_id"]).cumsum()
+    return rounds, tasks
+
+
+def _mean(values: pd.Series) -> float:
+    vals = [float(v) for v in values if not math.isnan(float(v))]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
+def migrate_folder(folder: Path) -> bool:
+    """True if the folder was migrated, False if it was already at schema 2 (or no study).
+    Written tasks, rounds, trials in that order, each atomically: a run stopped half-way is
+    finished by running it again."""
+    trials_path, rounds_path = folder / "trials.parquet", folder / "rounds.parquet"
+    if not trials_path.is_file():
+        return False
+    trials = pd.read_parquet(trials_path)
+    if int(trials["schema_version"].max()) >= SCHEMA_VERSION:
+        return False
+    from fcl.tune.export import trial_types      # the study's own columns too (imports Ray)
+    if rounds_path.is_file() and int(pd.read_parquet(rounds_path)["schema_version"].max()) == 1:
+        rounds, tasks = split_rounds(pd.read_parquet(rounds_path))
+        rounds, tasks = (df.assign(schema_version=SCHEMA_VERSION) for df in (rounds, tasks))
+        write_parquet_atomic(typed(tasks, nullable_where_missing(tasks, task_types())),
+                             str(folder / "tasks.parquet"))
+        write_parquet_atomic(typed(rounds, nullable_where_missing(rounds, round_types())),
+                             str(rounds_path))
+    trials = trials.assign(schema_version=SCHEMA_VERSION)
+    write_parquet_atomic(typed(trials, nullable_where_missing(trials, trial_types())),
+                         str(trials_path))
+    return True
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0] if argv else "results")
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        print(f"{folder}: {'migrated to schema 2' if migrate_folder(folder) else 'unchanged'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
