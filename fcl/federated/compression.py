@@ -120,14 +120,11 @@ class Codec:
     carries (payload=values: trained tensors; delta: trained minus received)."""
     bits: int
     values: bool
+    encode: Callable[[Params], Message]
 
     @classmethod
     def from_config(cls, bits: int, payload: str) -> "Codec":
-        return cls(bits, payload == "values")
-
-    @property
-    def encode(self) -> Callable[[Params], Message]:
-        return encoder(self.bits)
+        return cls(bits, payload == "values", encoder(bits))
 
     def send(self, params: Params) -> tuple[Params, int]:
         """(what the receiver decodes, the bytes sent)."""
