@@ -40,8 +40,17 @@ def write_cifar100(root: Path, train_per_class: int = 3, test_per_class: int = 1
     return out
 
 
-def write_cifar10(root: Path, per_batch_per_class: int = 1, seed: int = 0) -> dict:
-    """root/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}."""
+def _bytes_keys(blob: dict) -> dict:
+    """A dict as Python 3 re-pickles a `pickle.load(encoding="bytes")` of the archive."""
+    return {k.encode(): ([v.encode() for v in val] if k == "label_names" else val)
+            for k, val in blob.items()}
+
+
+def write_cifar10(root: Path, per_batch_per_class: int = 1, seed: int = 0,
+                  bytes_keys: bool = False) -> dict:
+    """root/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}; `bytes_keys`: keys
+    and class names as bytes, as a Python 3 re-pickled copy has them."""
+    dump = (lambda path, blob: _pickle(path, _bytes_keys(blob))) if bytes_keys else _pickle
     rng = np.random.default_rng(seed)
     folder = root / "cifar-10-batches-py"
     folder.mkdir(parents=True)
@@ -49,12 +58,12 @@ def write_cifar10(root: Path, per_batch_per_class: int = 1, seed: int = 0) -> di
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
         labels = np.tile(np.arange(10), per_batch_per_class)
         data = rng.integers(0, 256, (len(labels), 3072), dtype=np.uint8)
-        _pickle(folder / name, {"batch_label": name, "labels": labels.tolist(), "data": data,
-                                "filenames": [f"{name}_{i}.png" for i in range(len(labels))]})
+        dump(folder / name, {"batch_label": name, "labels": labels.tolist(), "data": data,
+                             "filenames": [f"{name}_{i}.png" for i in range(len(labels))]})
         xs.append(data.reshape(-1, 3, 32, 32))
         ys.append(labels)
-    _pickle(folder / "batches.meta", {"label_names": [f"c{i}" for i in range(10)],
-                                      "num_cases_per_batch": 10 * per_batch_per_class})
+    dump(folder / "batches.meta", {"label_names": [f"c{i}" for i in range(10)],
+                                   "num_cases_per_batch": 10 * per_batch_per_class})
     return {"train": (np.concatenate(xs[:5]), np.concatenate(ys[:5])), "test": (xs[5], ys[5])}
 
 

@@ -49,8 +49,9 @@ def test_cifar100_archive_folder_itself_is_accepted_and_cache_is_reused(tmp_path
     assert torch.equal(again.train_x, first.train_x) and again.classes == first.classes
 
 
-def test_cifar10_five_batches_and_test_batch(tmp_path):
-    written = write_cifar10(tmp_path, per_batch_per_class=2)
+@pytest.mark.parametrize("bytes_keys", [False, True])
+def test_cifar10_five_batches_and_test_batch(tmp_path, bytes_keys):
+    written = write_cifar10(tmp_path, per_batch_per_class=2, bytes_keys=bytes_keys)
     ds = load_dataset("cifar10", str(tmp_path))
     assert ds.train_x.shape == (100, 3, 32, 32) and ds.test_x.shape == (20, 3, 32, 32)
     assert np.array_equal(ds.train_x.numpy(), written["train"][0])

@@ -69,10 +69,16 @@ def read_pickle(path: Path, what: str, layout: CifarLayout) -> dict:
             blob = pickle.load(f, encoding="latin1")
         if not isinstance(blob, dict):
             raise TypeError(f"a {type(blob).__name__}, not a dict")
-        return blob
+        # Python 2's pickles (the published archive) load with str keys; copies re-pickled by
+        # Python 3 from `encoding="bytes"` loads carry bytes keys and bytes label names
+        return {_text(k): v for k, v in blob.items()}
     except Exception as e:  # noqa: BLE001  (unpickling garbage raises almost anything)
         raise DataError(f"{path}: not a CIFAR python {what} ({type(e).__name__}: "
                         f"{str(e)[:80]}); re-extract {layout.url}") from None
+
+
+def _text(key):
+    return key.decode("latin1") if isinstance(key, bytes) else key
 
 
 def read_batch(path: Path, layout: CifarLayout) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +101,7 @@ def decode(name: str, folder: Path, layout: CifarLayout) -> ImageDataset:
     if layout.names_key not in meta:
         raise DataError(f"{folder / layout.meta}: no '{layout.names_key}'; re-extract "
                         f"{layout.url}")
-    classes = tuple(str(c) for c in meta[layout.names_key])
+    classes = tuple(str(_text(c)) for c in meta[layout.names_key])
     parts = {split: [read_batch(folder / f, layout) for f in files]
              for split, files in (("train", layout.train), ("test", layout.test))}
     (tx, ty), (sx, sy) = [(np.concatenate([x for x, _ in p]), np.concatenate([y for _, y in p]))
