@@ -10,6 +10,8 @@ ROUNDS = {
     "paper": {"rounds": grid(100, 200, 300, 400)},
     "local": {"rounds": grid(25, 50, 75, 100)},
     "smoke": {"rounds": grid(5, 10)},
+    "cifar10-local": {"rounds": grid(25, 50)},
+    "cifar10-gpu": {"rounds": grid(25, 50, 100)},
 }
 
 STUDY = Study("ablation_rounds_epochs", SPACE, by_preset=ROUNDS, doc=__doc__)

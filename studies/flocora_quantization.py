@@ -20,7 +20,9 @@ SPACE = {
 }
 
 STUDY = Study("flocora_quantization", SPACE, base=RECIPE, doc=__doc__,
-              presets={"local": "flocora-local", "paper": "flocora"})
+              presets={"local": "flocora-local", "paper": "flocora",
+                       "cifar10-local": "flocora-cifar10-local",
+                       "cifar10-gpu": "flocora-cifar10-gpu"})
 
 if __name__ == "__main__":
     main(STUDY)

@@ -39,7 +39,7 @@ STUDY_SIZES: dict[str, dict[str, Any]] = {
     "local": {"rounds": 25, "data.train_per_class": 200, "data.test_per_class": 100},
     "paper": {},
 }
-DEFAULT_SEEDS = {"smoke": 1, "local": 3, "paper": 3}
+DEFAULT_SEEDS = {"smoke": 1, "local": 3, "paper": 3, "cifar10-local": 3, "cifar10-gpu": 3}
 # Samples/s of one trial of resnet_tiny (width 16) on one CPU core of the 2-core machine this
 # was written on (`fcl run --preset local --set rounds=25 data.train_per_class=200
 # run.threads=1`: 416/s); the dry run scales it by (16 / model.width)^2.

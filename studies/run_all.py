@@ -1,0 +1,45 @@
+"""Every study, one after another, at one preset: the stored results in one command.
+
+    python studies/run_all.py --preset cifar10-local            # this 2-core machine: hours
+    python studies/run_all.py --preset cifar10-gpu --gpus-per-trial 0.25   # one GPU
+    python studies/run_all.py --preset smoke --only ablation_lr optimizers
+
+Every other flag goes to each study as it would on its own command line (`--results`,
+`--seeds`, `--fresh`, `--resume`, `--set ...`); the search runs with `--scheduler asha`.
+Studies run in the order below; one that fails is reported and the next one starts. The exit
+code is the worst of theirs.
+"""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+STUDIES = ("optimizers", "ablation_lr", "ablation_rounds_epochs", "scalability", "noniid",
+           "stragglers", "task_order", "drift_correction", "flocora_rank_alpha",
+           "flocora_quantization", "search")
+EXTRA = {"search": ["--scheduler", "asha"]}     # a search is the one study ASHA may stop early
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="studies/run_all.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=STUDIES, default=list(STUDIES),
+                        help="these studies (default: all, in the order above)")
+    args, rest = parser.parse_known_args(argv)
+    sys.path.insert(0, str(HERE.parent))
+    from fcl.tune import run_study_cli
+    worst = 0
+    for name in args.only:
+        study = runpy.run_path(str(HERE / f"{name}.py"))["STUDY"]
+        print(f"== {name}", flush=True)
+        code = run_study_cli(study, [*rest, *EXTRA.get(name, [])])
+        print(f"== {name}: exit {code}", flush=True)
+        worst = max(worst, code)
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())

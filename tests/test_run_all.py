@@ -1,0 +1,40 @@
+"""studies/run_all.py: every study at one preset in one command (dry run here: the wiring;
+tests/test_tune.py runs studies through Ray), and the CIFAR-10 presets each study maps to."""
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+from fcl.tune.study import StudyOptions, base_config  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "studies"))
+import run_all  # noqa: E402
+
+
+def test_every_study_script_is_in_run_all():
+    scripts = {p.stem for p in (REPO / "studies").glob("*.py")} - {"run_all"}
+    assert set(run_all.STUDIES) == scripts
+
+
+def test_run_all_dry_runs_every_study_at_smoke(capsys):
+    assert run_all.main(["--preset", "smoke", "--dry-run", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in run_all.STUDIES:
+        assert f"== {name}: exit 0" in out
+    assert "scheduler: asha" in out.split("== search\n")[1]     # the search runs with ASHA
+
+
+@pytest.mark.parametrize("preset,want", [("cifar10-local", "resnet_tiny"),
+                                         ("cifar10-gpu", "resnet8")])
+def test_cifar10_presets_reach_every_study(preset, want):
+    for name in run_all.STUDIES:
+        study = runpy.run_path(str(REPO / "studies" / f"{name}.py"))["STUDY"]
+        cfg = base_config(StudyOptions(preset=preset), study.base, study.presets)
+        assert cfg.data.name == "cifar10" and cfg.data.root == "data"
+        flocora = name.startswith("flocora")
+        assert cfg.data.num_tasks == (1 if flocora else 5)
+        if flocora:
+            assert cfg.model.backbone == want and cfg.data.partition == "lda"
