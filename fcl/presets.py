@@ -50,8 +50,8 @@ FLOCORA = {
     "schedule.order": "sync", "eval.every": 1,
 }
 
-# The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data is where
-# `python shared/data/cifar10_jpg_to_torchvision.py data` (or torchvision's download) puts it.
+# The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data holds torchvision's
+# cifar-10-batches-py (where its download with root=data puts it).
 CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "data.num_clients": 5, "client.local_epochs": 2, "server.tau": 0.1, "eval.every": 5,
            "run.precision": "auto"}

@@ -12,7 +12,6 @@ import textwrap
 import time
 import tomllib
 
-import pandas as pd
 import pytest
 
 ray = pytest.importorskip("ray")

@@ -22,7 +22,8 @@ from fcl.tune.space import check_space, data_signature, dataset_key, trial_overr
 from fcl.tune.study import load_datasets  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STUDY_FILES = sorted(glob.glob(os.path.join(REPO, "studies", "*.py")))
+STUDY_FILES = sorted(f for f in glob.glob(os.path.join(REPO, "studies", "*.py"))
+                     if not f.endswith("run_all.py"))      # the driver of all, not a study
 
 
 def load_study(name: str):

@@ -488,7 +488,10 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
         progress_reporter=progress_reporter(plan.space, searcher),
         callbacks=trackers.callbacks(opts.callbacks, name, opts.results),
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=1))
+        # two: a driver killed between a trial's new checkpoint and its experiment snapshot
+        # resumes from the previous one, which must still exist (with one, Tune had already
+        # deleted it: "Could not recover from checkpoint", seen here under load)
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
     if opts.resume and state.can_restore:
         print(f"resuming study {name} from {state.path}", file=out, flush=True)
         return tune.Tuner.restore(state.path, trainable, resume_unfinished=True,
