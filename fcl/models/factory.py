@@ -1,7 +1,8 @@
 """`model.backbone` + `model.adapter` -> one model for the whole run.
 
-A model is any nn.Module with `forward(x, task)`, `tasks` (a ModuleList: task t's trainable
-module), `extra_loss(task, model_cfg)` and a frozen `backbone`. Adapters register here."""
+A model is a `fcl.models.contract.TaskModel`: `forward(x, task)`, `tasks` (a ModuleList: task
+t's trainable module), `extra_loss(task)` and a frozen `backbone`. `ADAPTERS` is the table of
+the ones there are."""
 from __future__ import annotations
 
 from typing import Callable
