@@ -1,7 +1,7 @@
-"""Who takes part in a round: a sample of fraction * N clients rounded half up (at least one), each of
-which fails to report (straggles) with probability `straggler_prob`. A straggler receives the
-broadcast but its update never reaches the server, so the engine does not train it. Pure in
-(round, seed)."""
+"""Who takes part in a round: a sample of fraction * N clients rounded half up (at least one),
+each of which fails to report (straggles) with probability `straggler_prob`. A straggler
+receives the broadcast but its update never reaches the server, so the engine does not train
+it. Pure in (round, seed)."""
 from __future__ import annotations
 
 import math

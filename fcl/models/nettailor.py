@@ -15,8 +15,8 @@ proxies only add linearly.
 
 A proxy P is max-pool (when the two nodes differ in resolution) + 1x1 conv + norm. The pool of a
 stride-s jump is NetTailor's `MaxPool2d(kernel=s+1, stride=s, padding=s//2)`: overlapping
-windows, output size ceil(H / s) like s/2 stride-2 convs. The gates a^l are a softmax over the
-paths of block l, logits initialised to +g for the frozen path and -g for proxies (NetTailor's
+windows, output size ceil(H / s) like log2(s) stride-2 convs. The gates a^l are a softmax over
+the paths of block l, logits initialised to +g for the frozen path and -g for proxies (NetTailor's
 code, g = 2), so a new task starts close to the backbone. Node 0 is the stem output, which the
 FCL paper's sum from l'=1 counts as layer 1. Proxy convs are initialised as the backbone's
 (Kaiming-normal, fan_out).
