@@ -125,12 +125,14 @@ def _task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) ->
     for s in settings:
         stats = seed_summary(ev[ev["_s"] == s], ["task", "round"], "accuracy")
         for task, g in stats.groupby("task"):
-            fig.add_scatter(x=g["round"], y=g["mean"], mode="lines+markers", name=f"task {task + 1}",
-                            visible=(s == settings[0]), legendgroup=str(task),
+            fig.add_scatter(x=g["round"], y=g["mean"], mode="lines+markers",
+                            name=f"task {task + 1}", visible=(s == settings[0]),
+                            legendgroup=str(task),
                             hovertemplate=f"{s}, task {task + 1}: " + "%{y:.2f} @ round %{x}")
             owner.append(s)
     buttons = [dict(label=s, method="update",
-                    args=[{"visible": [o == s for o in owner]}, {"title": f"accuracy per task: {s}"}])
+                    args=[{"visible": [o == s for o in owner]},
+                          {"title": f"accuracy per task: {s}"}])
                for s in settings]
     fig.update_layout(title=f"accuracy per task: {settings[0] if settings else ''}",
                       xaxis_title="round", yaxis_title="accuracy (%)", height=400,

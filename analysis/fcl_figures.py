@@ -105,9 +105,10 @@ def fig4a(study: Study, out: Path) -> Produced:
     """Accuracy of task 0 over rounds, FedSGD vs FedAdam, phase boundaries dashed."""
     rounds = study.need_rounds("fig4a")
     require(rounds, ("server.optimizer", "server.lr"), f"fig4a: {study.folder}/rounds.parquet")
+    task = TRACKED_TASK + 1
     return _round_lines(_fedsgd_vs_fedadam(rounds), out, "fig4a", "accuracy",
-                        ["server.optimizer", "server.lr"], f"accuracy of task {TRACKED_TASK + 1} (%)",
-                        f"Fig. 4a: task {TRACKED_TASK + 1} over rounds ({study.name}; mean, 95% band)",
+                        ["server.optimizer", "server.lr"], f"accuracy of task {task} (%)",
+                        f"Fig. 4a: task {task} over rounds ({study.name}; mean, 95% band)",
                         _opt_label, evaluated_only=True)
 
 

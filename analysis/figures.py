@@ -32,7 +32,8 @@ class Figure:
 
 
 FIGURES: dict[str, Figure] = {
-    "fig3a": Figure(("task_order",), fcl_figures.fig3a, "FCL Fig. 3a: task-wise accuracy per order"),
+    "fig3a": Figure(("task_order",), fcl_figures.fig3a,
+                    "FCL Fig. 3a: task-wise accuracy per order"),
     "fig3b": Figure(("task_order",), fcl_figures.fig3b, "FCL Fig. 3b: cosine drift per order"),
     "fig4a": Figure(("optimizers", "task_order"), fcl_figures.fig4a,
                     "FCL Fig. 4a: one task over rounds, FedSGD vs FedAdam"),

@@ -133,8 +133,8 @@ def table_iii_flocora(study: Study, out: Path) -> Produced:
     rows = [[*(fmt_value(r[k]) for k in block), adapter_label(r["model.adapter"]),
              fmt_value(r["model.lora_rank"]) if r["model.adapter"] == "lora" else "-",
              fmt_value(r["model.lora_alpha"]) if r["model.adapter"] == "lora" else "-",
-             r[PAYLOAD], bits_label(r[BITS]), mean_pm(r["acc_mean"], r["acc_std"]), f"{r['tcc_mb']:.3f}",
-             f"{r['reduction']:.1f}x"] for _, r in stats.iterrows()]
+             r[PAYLOAD], bits_label(r[BITS]), mean_pm(r["acc_mean"], r["acc_std"]),
+             f"{r['tcc_mb']:.3f}", f"{r['reduction']:.1f}x"] for _, r in stats.iterrows()]
     md = (f"FLoCoRA Table III ({study.name}): total communication cost (up + down, all rounds and "
           f"clients) and ACC, mean ± std over seeds.\n\n" + markdown_table(header, rows))
     return Produced(save_table(stats, md, out, "flocora_table3"), stats.reset_index(drop=True))

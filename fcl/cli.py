@@ -67,8 +67,8 @@ def main_run(args) -> int:
 
 
 def _add_bench(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workloads", nargs="+", choices=list(bench.WORKLOADS), default=list(bench.WORKLOADS),
-                   help="rows of the table (default: all)")
+    p.add_argument("--workloads", nargs="+", choices=list(bench.WORKLOADS),
+                   default=list(bench.WORKLOADS), help="rows of the table (default: all)")
     p.add_argument("--modes", nargs="+", choices=list(bench.MODES), default=None,
                    help="compute modes per workload (default: all; on a CPU without native "
                         "bfloat16 kernels, all but the bf16 ones)")

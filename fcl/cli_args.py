@@ -15,7 +15,8 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ConfigError(pair, "", "not of the form key=value", "key=value, e.g. server.lr=0.5")
+            raise ConfigError(pair, "", "not of the form key=value",
+                              "key=value, e.g. server.lr=0.5")
         out[key.strip()] = value.strip()
     return out
 

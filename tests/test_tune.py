@@ -18,7 +18,6 @@ ray = pytest.importorskip("ray")
 from fcl.config import ConfigError, field_types  # noqa: E402
 from fcl.engine import run  # noqa: E402
 from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
-from fcl.tune import cluster  # noqa: E402
 from fcl.tune.export import STUDY_COLUMNS, SUMMARY_TYPES, VERSION_COLUMNS  # noqa: E402
 from fcl.tune.space import resolve  # noqa: E402
 from fcl.tune.study import base_config  # noqa: E402
@@ -27,14 +26,6 @@ SPACE = {"client.lr": grid(0.02, 0.1), "server.optimizer": grid("fedsgd", "fedad
 # the only columns a rerun may change: timing, and Tune's own ids of the trials of that run
 TIMING = ("wall_s", "samples_per_s", "tune_trial_id", "tune_trial_dir")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(scope="session")
-def local_ray():
-    started = cluster.connect(None, num_cpus=2)
-    yield ray.get_runtime_context().gcs_address
-    if started:
-        ray.shutdown()
 
 
 def smoke(results, **kw) -> StudyOptions:

@@ -10,7 +10,6 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
-from fcl.tune import cluster  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
 from fcl.tune.schedulers import SchedulerOptions  # noqa: E402
 
@@ -76,14 +75,6 @@ def test_export_counts_never_reported_trials_and_marks_scheduler_stops():
 
 # backbone widths whose random init differs in accuracy, best first (see the ASHA test)
 WIDTHS_BEST_FIRST = (6, 8, 4, 16, 18, 12)
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    started = cluster.connect(None, num_cpus=2)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def test_asha_search_stops_trials_early_and_records_them(local_ray, tmp_path):

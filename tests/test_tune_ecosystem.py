@@ -37,22 +37,6 @@ def load_study(name: str):
     return runpy.run_path(os.path.join(REPO, "studies", f"{name}.py"))["STUDY"]
 
 
-def lora_keys_exist() -> bool:
-    try:
-        preset("smoke", {"model.adapter": "lora", "model.lora_rank": 4})
-        return True
-    except ConfigError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    started = cluster.connect(None, num_cpus=2)
-    yield ray.get_runtime_context().gcs_address
-    if started:
-        ray.shutdown()
-
-
 # ---- Optuna, without Ray running -------------------------------------------------------------
 
 SPACE = {"client.lr": tune.loguniform(0.01, 0.1),
@@ -192,8 +176,6 @@ def test_a_missing_tracker_package_is_one_line_naming_the_extra(tmp_path, capsys
 @pytest.mark.parametrize("name", ["drift_correction", "noniid", "task_order",
                                   "flocora_rank_alpha"])
 def test_progress_columns_show_the_real_keys_of_grouped_axes(name):
-    if name.startswith("flocora") and not lora_keys_exist():
-        pytest.skip("no LoRA keys in fcl.config")
     from ray._private.dict import unflattened_lookup
 
     from fcl.tune.study import base_config, progress_reporter

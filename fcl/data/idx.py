@@ -24,7 +24,8 @@ def read_idx(path: str) -> np.ndarray:
     if len(data) - offset != count * dtype.itemsize:
         raise ValueError(f"{path}: IDX payload has {len(data) - offset} bytes, header says "
                          f"{count * dtype.itemsize}")
-    return np.frombuffer(data, dtype=dtype, offset=offset).reshape(dims).astype(dtype.newbyteorder("="))
+    values = np.frombuffer(data, dtype=dtype, offset=offset).reshape(dims)
+    return values.astype(dtype.newbyteorder("="))
 
 
 def find_idx(folder: str, prefix: str, kind: str) -> str:

@@ -6,7 +6,8 @@ a grid whose values are dicts of config keys, for axes that move several keys to
 optimizer with its tau, LoRA rank with its alpha):
 
     {"client.lr": grid(0.01, 0.05),
-     "opt": grid({"server.optimizer": "fedsgd"}, {"server.optimizer": "fedadam", "server.tau": 0.1})}
+     "opt": grid({"server.optimizer": "fedsgd"},
+                 {"server.optimizer": "fedadam", "server.tau": 0.1})}
 
 A searched key may depend on another (a define-by-run space, Optuna searches only):
 `given("model.adapter", "lora", tune.choice([4, 8]))` is sampled only in trials whose
