@@ -6,8 +6,10 @@
 
 Every other flag goes to each study as it would on its own command line (`--results`,
 `--seeds`, `--fresh`, `--resume`, `--set ...`); the search runs with `--scheduler asha`.
-Studies run in the order below; one that fails is reported and the next one starts. The exit
-code is the worst of theirs.
+Studies run in the order below; one that fails is reported and the next one starts, except
+that a refused command line (exit 2: a bad flag or value, or state left without `--resume` /
+`--fresh`) stops the lot, since every later study gets the same flags. The exit code is the
+worst of theirs.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="these studies (default: all, in the order above)")
     args, rest = parser.parse_known_args(argv)
     sys.path.insert(0, str(HERE.parent))
+    from fcl.cli_args import EXIT_USAGE
     from fcl.tune import run_study_cli
     worst = 0
     for name in args.only:
@@ -38,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
         code = run_study_cli(study, [*rest, *EXTRA.get(name, [])])
         print(f"== {name}: exit {code}", flush=True)
         worst = max(worst, code)
+        if code == EXIT_USAGE:
+            later = args.only[args.only.index(name) + 1:]
+            if later:
+                print(f"run_all: stopped at {name}: not started: {' '.join(later)}",
+                      file=sys.stderr)
+            break
     return worst
 
 

@@ -27,6 +27,16 @@ def test_run_all_dry_runs_every_study_at_smoke(capsys):
     assert "scheduler: asha" in out.split("== search\n")[1]     # the search runs with ASHA
 
 
+def test_a_refused_command_line_stops_before_the_next_study(capsys):
+    """A flag every study refuses is reported once, not once per study."""
+    assert run_all.main(["--preset", "smoke", "--dry-run", "--only", "optimizers", "noniid",
+                         "--set", "client.lr=-1"]) == 2
+    captured = capsys.readouterr()
+    assert "== optimizers: exit 2" in captured.out and "== noniid" not in captured.out
+    assert captured.err.count("error: ") == 1
+    assert "run_all: stopped at optimizers: not started: noniid" in captured.err
+
+
 @pytest.mark.parametrize("preset,want", [("cifar10-local", "resnet_tiny"),
                                          ("cifar10-gpu", "resnet8")])
 def test_cifar10_presets_reach_every_study(preset, want):
