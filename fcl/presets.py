@@ -9,7 +9,7 @@
 | paper-miniimagenet | Table 2 on MiniImageNet: 10 tasks x 10 classes, 84x84                  |
 | paper-decathlon    | Table 2 on the Visual Decathlon: 10 domains, 72x72, evaluated on val   |
 | cifar10-local      | Split CIFAR-10 (5 x 2) at study size for 2 CPU cores (data.root=data)  |
-| cifar10-gpu        | Split CIFAR-10, the whole training set, R=50: the studies on one GPU   |
+| cifar10-gpu        | Split CIFAR-10, 1000 images/class, R=25: the studies on one GPU        |
 | flocora-cifar10-*  | FLoCoRA's recipe on CIFAR-10 (T=1) at those two sizes                  |
 
 Table 2 of the FCL paper: ResNet-18 backbone (ImageNet-pretrained, frozen: the NetTailor
@@ -70,23 +70,25 @@ PRESETS: dict[str, dict] = {
     # x 2 classes, 5 IID clients, 300 training / 100 test images per class, R = 25, K = 2; a
     # trial takes ~30 s on one CPU core. FedAdam eta 0.5 with tau = 0.1: at the default tau =
     # 1e-3 it stays at chance on these tasks (ACC 51.0 at seed 0, vs 66.0 with tau 0.1; FedSGD
-    # eta 1: 63.9). cifar10-gpu: the whole training set, R = 50, width 32.
+    # eta 1: 63.9). cifar10-gpu: the same recipe on 1000 training / 200 test images per class
+    # (3.3x the training samples), sized so that every study fits one GPU call (studies/gpu).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
-    "cifar10-gpu": {**CIFAR10, "rounds": 50, "model.width": 32},
+    "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
+                    "data.test_per_class": 200},
     # FLoCoRA on CIFAR-10 (10 classes, T = 1) at the same two sizes. Here flocora-local's recipe
     # with 300 training images per class (300-image shards): ACC 23.3% at seed 0, chance 10%
     # (60 per class: 21%; client lr 0.05: 15.4%; width 16 with K = 5: 27.0%), ~2 min a trial:
-    # 20 rounds teach LoRA on a frozen random backbone little. On a GPU, FLoCoRA's ResNet-8,
-    # 100 clients (10% a round), 50 rounds.
+    # 20 rounds teach LoRA on a frozen random backbone little. On a GPU, FLoCoRA's ResNet-8
+    # and 100 clients of 500 images (10% a round), at K = 2 for 20 rounds.
     "flocora-cifar10-local": {**FLOCORA, "rounds": 20, "data.name": "cifar10",
                               "data.root": "data", "data.num_clients": 10,
                               "participation.fraction": 0.5, "data.train_per_class": 300,
                               "data.test_per_class": 100, "model.backbone": "resnet_tiny",
                               "model.width": 32, "client.local_epochs": 2, "eval.every": 5,
                               "run.precision": "auto"},
-    "flocora-cifar10-gpu": {**FLOCORA, "rounds": 50, "data.name": "cifar10", "data.root": "data",
-                            "eval.every": 5},
+    "flocora-cifar10-gpu": {**FLOCORA, "rounds": 20, "data.name": "cifar10", "data.root": "data",
+                            "client.local_epochs": 2, "eval.every": 5},
     "smoke": {
         "rounds": 10, "data.num_tasks": 5, "data.num_clients": 3,
         "data.train_per_class": 200, "data.test_per_class": 50,

@@ -11,7 +11,7 @@ ROUNDS = {
     "local": {"rounds": grid(25, 50, 75, 100)},
     "smoke": {"rounds": grid(5, 10)},
     "cifar10-local": {"rounds": grid(25, 50)},
-    "cifar10-gpu": {"rounds": grid(25, 50, 100)},
+    "cifar10-gpu": {"rounds": grid(25, 50)},
 }
 
 STUDY = Study("ablation_rounds_epochs", SPACE, by_preset=ROUNDS, doc=__doc__)

@@ -30,7 +30,7 @@ ROUNDS = {   # multiples of data.num_tasks at each preset
     "local": {"rounds": tune.choice([25, 50])},
     "smoke": {"rounds": tune.choice([5, 10])},
     "cifar10-local": {"rounds": tune.choice([25, 50])},
-    "cifar10-gpu": {"rounds": tune.choice([25, 50, 100])},
+    "cifar10-gpu": {"rounds": tune.choice([25, 50])},
 }
 
 STUDY = Study("search", SPACE, by_preset=ROUNDS, searcher="optuna", num_samples=20, doc=__doc__,
