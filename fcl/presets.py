@@ -71,7 +71,8 @@ PRESETS: dict[str, dict] = {
     # trial takes ~30 s on one CPU core. FedAdam eta 0.5 with tau = 0.1: at the default tau =
     # 1e-3 it stays at chance on these tasks (ACC 51.0 at seed 0, vs 66.0 with tau 0.1; FedSGD
     # eta 1: 63.9). cifar10-gpu: the same recipe on 1000 training / 200 test images per class
-    # (3.3x the training samples), sized so that every study fits one GPU call (studies/gpu).
+    # (3.3x the training samples), meant for one GPU call running every study (studies/gpu;
+    # not yet timed on a GPU: none was lent).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
