@@ -8,13 +8,24 @@ import pandas as pd
 from analysis.seed_stats import seed_summary
 
 
-def draw_band(ax: plt.Axes, stats: pd.DataFrame, x: str, label: str, **line) -> None:
-    """`stats` from `seed_summary`: the mean as a line with markers, mean +- ci95 shaded."""
+# The range a metric can take: its band is drawn inside it (a t-interval over 2-3 seeds is
+# symmetric and can reach below 0 for a cosine distance near 0); the CSVs keep the raw ci95.
+VALUE_RANGE = {"accuracy": (0.0, 100.0), "mean_acc": (0.0, 100.0), "cos_head": (0.0, 2.0),
+               "cos_module": (0.0, 2.0)}
+
+
+def draw_band(ax: plt.Axes, stats: pd.DataFrame, x: str, label: str,
+              bounds: tuple[float, float] | None = None, **line) -> None:
+    """`stats` from `seed_summary`: the mean as a line with markers, mean +- ci95 shaded
+    (inside `bounds`, the values the metric can take, where given)."""
     stats = stats.sort_values(x)
     xs, mean = stats[x].to_numpy(float), stats["mean"].to_numpy(float)
     ci = np.nan_to_num(stats["ci95"].to_numpy(float))
+    low, high = mean - ci, mean + ci
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     (handle,) = ax.plot(xs, mean, marker="o", markersize=2.5, linewidth=1.2, label=label, **line)
-    ax.fill_between(xs, mean - ci, mean + ci, color=handle.get_color(), alpha=0.2, linewidth=0)
+    ax.fill_between(xs, low, high, color=handle.get_color(), alpha=0.2, linewidth=0)
 
 
 def curve_stats(df: pd.DataFrame, lines: list[str], value: str) -> dict[tuple, pd.DataFrame]:

@@ -29,7 +29,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from analysis.curves import curve_stats, draw_band, phase_boundaries, single_value
+from analysis.curves import (VALUE_RANGE, curve_stats, draw_band, phase_boundaries,
+                             single_value)
 from analysis.figure_files import Produced, save_figure
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import Study, facets, fmt_value, require
@@ -141,7 +142,7 @@ def _round_lines(df: pd.DataFrame, out: Path, name: str, value: str, lines: list
         curves = curve_stats(sub, lines, value)
         for key in sorted(curves, key=_line_order):
             stats = curves[key]
-            draw_band(ax, stats, "round", label(key))
+            draw_band(ax, stats, "round", label(key), bounds=VALUE_RANGE.get(value))
             summaries.append(_tag(stats, title))
         phase_boundaries(ax, single_value(sub, "rounds"), single_value(sub, "data.num_tasks"))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

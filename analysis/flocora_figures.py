@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from analysis.curves import curve_stats, draw_band
+from analysis.curves import VALUE_RANGE, curve_stats, draw_band
 from analysis.fcl_figures import _panels, _tag
 from analysis.figure_files import Produced, markdown_table, mean_pm, save_figure, save_table
 from analysis.seed_stats import per_trial_round, seed_summary
@@ -97,7 +97,8 @@ def fig3_flocora(study: Study, out: Path) -> Produced:
     for ax, (title, sub) in zip(axs, panels):
         curves = curve_stats(sub, lines, "mean_acc")
         for key in sorted(curves, key=lambda k: (k[0] != "full", -float(k[2]))):
-            draw_band(ax, curves[key], "round", _config_label(key))
+            draw_band(ax, curves[key], "round", _config_label(key),
+                      bounds=VALUE_RANGE["mean_acc"])
             summaries.append(_tag(curves[key], title))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="round", ylabel="mean accuracy over tasks (%)", title=title)

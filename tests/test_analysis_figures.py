@@ -56,6 +56,24 @@ def test_seed_summary_t_interval_by_hand():
     assert math.isnan(s.loc["b", "ci95"])                                # one seed: no interval
 
 
+def test_bands_stay_inside_the_range_of_their_metric():
+    """A cosine distance near 0 with a wide seed interval: its band stops at 0, not below."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.curves import VALUE_RANGE, draw_band
+    stats = pd.DataFrame({"round": [0, 1, 2], "mean": [0.001, 0.01, 0.002],
+                          "ci95": [0.02, 0.05, 0.01]})
+    fig, ax = plt.subplots()
+    draw_band(ax, stats, "round", "clipped", bounds=VALUE_RANGE["cos_head"])
+    draw_band(ax, stats, "round", "raw")
+    clipped, raw = (c.get_paths()[0].vertices[:, 1] for c in ax.collections)
+    plt.close(fig)
+    assert clipped.min() == 0.0 and clipped.max() == pytest.approx(0.06)
+    assert raw.min() == pytest.approx(-0.04)
+
+
 def test_fig5a_heatmap_cells_equal_fixture_means(study_results, tmp_path):
     produced = fcl_figures.fig5a(load_study(study_results, "ablation_lr"), tmp_path)
     trials = _trials(study_results, "ablation_lr")
