@@ -38,8 +38,8 @@ from analysis.seed_stats import per_trial_round, seed_summary  # noqa: E402
 from analysis.study_tables import (MissingStudy, SchemaError, Study, fmt_value,  # noqa: E402
                                    load_study, varying_settings)
 from fcl.atomic_file import write_text_atomic  # noqa: E402
+from fcl.cli_args import EXIT_USAGE  # noqa: E402
 
-EXIT_USAGE = 2
 SHORT = {"server.optimizer": "", "server.lr": "η", "client.lr": "client lr",
          "client.local_epochs": "K", "data.num_clients": "N", "data.alpha": "α",
          "participation.straggler_prob": "p_straggle", "schedule.order": "",

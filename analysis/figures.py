@@ -20,8 +20,7 @@ if __package__ in (None, ""):     # run as `python analysis/figures.py`: import 
 from analysis import drift_figures, fcl_figures, fcl_tables, flocora_figures  # noqa: E402
 from analysis.figure_files import Produced, save_data_csv  # noqa: E402
 from analysis.study_tables import MissingStudy, SchemaError, Study, load_study  # noqa: E402
-
-EXIT_USAGE = 2
+from fcl.cli_args import EXIT_USAGE  # noqa: E402
 
 
 @dataclass(frozen=True)

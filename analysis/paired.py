@@ -24,8 +24,7 @@ if __package__ in (None, ""):     # run as `python analysis/paired.py`: import f
 from analysis.seed_stats import t975  # noqa: E402
 from analysis.study_tables import (MissingStudy, SchemaError, fmt_value, load_study,  # noqa: E402
                                    varying_settings)
-
-EXIT_USAGE = 2
+from fcl.cli_args import EXIT_USAGE  # noqa: E402
 
 
 def matches(column: pd.Series, text: str) -> pd.Series:
