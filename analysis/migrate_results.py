@@ -76,7 +76,7 @@ def migrate_folder(folder: Path) -> bool:
     trials = pd.read_parquet(trials_path)
     if int(trials["schema_version"].max()) >= SCHEMA_VERSION:
         return False
-    from fcl.tune.export import trial_types      # the study's own columns too (imports Ray)
+    from fcl.results_io import study_trial_types as trial_types
     if rounds_path.is_file() and int(pd.read_parquet(rounds_path)["schema_version"].max()) == 1:
         rounds, tasks = split_rounds(pd.read_parquet(rounds_path))
         rounds, tasks = (df.assign(schema_version=SCHEMA_VERSION) for df in (rounds, tasks))

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-SCHEMA_VERSION = 2              # the newest fcl.results_io schema this code reads
-TRIAL_COLUMNS = ("study", "trial_id", "status", "seed", "acc", "bwt_f", "schema_version")
-ROUND_COLUMNS = ("trial_id", "round", "phase", "task", "accuracy", "schema_version")   # schema 1
-ROUND_COLUMNS_V2 = ("trial_id", "round", "phase", "schema_version")
-TASK_COLUMNS = ("trial_id", "round", "task", "accuracy", "reports", "schema_version")
+from fcl.results_io import ERROR, SCHEMA_VERSION  # the newest schema this code reads
+from fcl.results_io import REQUIRED_ROUND_COLUMNS as ROUND_COLUMNS_V2
+from fcl.results_io import REQUIRED_ROUND_COLUMNS_V1 as ROUND_COLUMNS
+from fcl.results_io import REQUIRED_TASK_COLUMNS as TASK_COLUMNS
+from fcl.results_io import REQUIRED_TRIAL_COLUMNS as TRIAL_COLUMNS
+
 # Config columns that never make two trials "different settings" in a figure.
 NOT_A_SETTING = ("seed", "data.name", "data.root", "run.device", "run.threads")
 
@@ -96,7 +97,7 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
     if not trials_path.is_file():
         raise MissingStudy(f"{name}: {trials_path} not found; skipped")
     trials = _read(trials_path, TRIAL_COLUMNS)
-    ok = (trials["status"].astype(str) != "ERROR") & pd.to_numeric(
+    ok = (trials["status"].astype(str) != ERROR) & pd.to_numeric(
         trials["acc"], errors="coerce").notna()
     failed = int((~ok).sum())
     if failed == len(trials):

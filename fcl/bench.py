@@ -144,11 +144,11 @@ def bench_workload(name: str, cfg: RunConfig, modes: list[str], repeats: int = 1
     for _ in range(repeats):
         for m in modes:
             res = run(cfgs[m], data=data)
-            samples = res.summary["samples"]
+            samples = res.summary.samples
             evaluations = sum(rec["evaluated"] for rec in res.records)
             b = best[m]
-            if res.summary["samples_per_s"] > b[0]:
-                b[0], b[2], b[3] = res.summary["samples_per_s"], samples, _load()
+            if res.summary.samples_per_s > b[0]:
+                b[0], b[2], b[3] = res.summary.samples_per_s, samples, _load()
             bare = bare_loop(cfgs[m], data, samples, evaluations)
             if bare > b[1]:
                 b[1], b[4] = bare, _load()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from typing import Callable
 
@@ -19,8 +20,8 @@ from fcl.communication import format_report, params_report
 from fcl.config import ConfigError, describe_keys, iter_fields, parse_value, with_overrides
 from fcl.data.datasets import DataError
 from fcl.engine import prepare_data, run
+from fcl.manifest import write_run_files
 from fcl.presets import PRESETS, preset
-from fcl.results_io import write_result
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -52,17 +53,18 @@ def main_run(args) -> int:
     result = run(cfg, on_round)
     s = result.summary
     if args.out:
-        for path in write_result(result, args.out):
+        command = shlex.join(["fcl", *sys.argv[1:]])
+        for path in write_run_files(result, args.out, args.preset or "", command):
             print(f"wrote {path}", file=stream)
     if args.json:
-        print(json.dumps({**s, "preset": args.preset, "config": cfg.to_flat()}))
+        print(json.dumps({**s.row(), "preset": args.preset, "config": cfg.to_flat()}))
     else:
-        print(f"ACC {s['acc']:.2f}%  BWT_f {s['bwt_f']:+.2f}  (literal Eq. 10: "
-              f"{s['bwt_f_literal']:+.2f})  drift {s['drift_mean']:.3g}  "
-              f"up {s['bytes_up'] / 1e6:.2f} MB  down {s['bytes_down'] / 1e6:.2f} MB  "
-              f"(TCC {s['tcc_bytes'] / 1e6:.2f} MB, {s['compression_ratio']:.2f}x less than "
-              f"full-model FedAvg)  {s['rounds']} rounds in {s['wall_s']:.1f} s "
-              f"({s['samples_per_s']:.0f} samples/s)")
+        print(f"ACC {s.acc:.2f}%  BWT_f {s.bwt_f:+.2f}  (literal Eq. 10: "
+              f"{s.bwt_f_literal:+.2f})  drift {s.drift_mean:.3g}  "
+              f"up {s.bytes_up / 1e6:.2f} MB  down {s.bytes_down / 1e6:.2f} MB  "
+              f"(TCC {s.tcc_bytes / 1e6:.2f} MB, {s.compression_ratio:.2f}x less than "
+              f"full-model FedAvg)  {s.rounds} rounds in {s.wall_s:.1f} s "
+              f"({s.samples_per_s:.0f} samples/s)")
     return 0
 
 

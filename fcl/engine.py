@@ -2,6 +2,15 @@
 
     result = run(config, on_round=print)
 
+or, a round at a time (what a Tune trial does, holding its plan and state between reports):
+
+    plan, state = start(config)
+    records = []
+    for r in range(state.next_round, config.rounds):
+        state, record = run_round(plan, state, r)
+        records.append(record)
+    result = finish(plan, state, records, wall_s)
+
 A run is a `Plan` (everything the config decides, resolved once: the task schedule, the server
 optimizer, the client algorithm, the codec, the aggregation, the evaluation rounds) and a
 `RunState` (what changes: per task the server state, the accuracy matrix, running totals).
@@ -30,7 +39,7 @@ import contextlib
 import dataclasses
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
@@ -101,7 +110,7 @@ class RunResult:
     config: RunConfig
     records: list[RoundRecord]       # one per round (each with its task records)
     accuracy: torch.Tensor           # (T, R), in percent, NaN where not evaluated
-    summary: dict = field(default_factory=dict)
+    summary: RunSummary
 
     @property
     def task_records(self) -> list[TaskRecord]:
@@ -121,20 +130,25 @@ class Plan:
     aggregate: Callable[[list[Params], list[float]], Params]
     due: frozenset[int]              # rounds evaluated
     full_nbytes: list[int]           # per task: one full-model float32 FedAvg message
+    device: str = "cpu"              # where it computes, and in which precision (the summary's)
+    precision: str = "fp32"
 
     @classmethod
     def build(cls, cfg: RunConfig, model: nn.Module, data: FederatedData,
-              forward: Callable = contextlib.nullcontext) -> "Plan":
+              compute: ComputeMode | None = None) -> "Plan":
         T, N, R = data.num_tasks, data.num_clients, cfg.rounds
+        forward = compute.forward_context if compute is not None else contextlib.nullcontext
         return cls(
-            cfg, Trainer(model, data, cfg.client, forward),
-            [TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
-            task_schedule(cfg.schedule.order, T, N, R, cfg.seed),
-            server_optimizer(cfg.server), ALGORITHMS[cfg.client.algorithm],
-            Codec.from_config(cfg.compression.bits, cfg.compression.payload),
-            AGGREGATES[cfg.server.aggregate],
-            frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
-            [full_model_nbytes(model.backbone, n) for n in data.classes_per_task()])
+            cfg=cfg, trainer=Trainer(model, data, cfg.client, forward),
+            names=[TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
+            schedule=task_schedule(cfg.schedule.order, T, N, R, cfg.seed),
+            server=server_optimizer(cfg.server), algorithm=ALGORITHMS[cfg.client.algorithm],
+            codec=Codec.from_config(cfg.compression.bits, cfg.compression.payload),
+            aggregate=AGGREGATES[cfg.server.aggregate],
+            due=frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
+            full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
+            device=str(compute.device) if compute is not None else "cpu",
+            precision=compute.precision if compute is not None else "fp32")
 
     @property
     def model(self) -> nn.Module:
@@ -189,15 +203,15 @@ def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
     return torch.stack(correct).cpu().double() * 100.0 / sizes
 
 
-def run(cfg: RunConfig, on_round: Callable[[RoundRecord, RunState], None] | None = None,
-        data: FederatedData | None = None, resume: RunState | None = None,
-        model: torch.nn.Module | None = None) -> RunResult:
-    """Run (or continue, from `resume`) one FCL run; `on_round(record, state)` after each round.
-    The result's records are the rounds this call ran (all of them unless resumed).
+def start(cfg: RunConfig, data: FederatedData | None = None,
+          model: torch.nn.Module | None = None, resume: RunState | None = None
+          ) -> tuple[Plan, RunState]:
+    """Everything the config decides, resolved once (`Plan`), and the state to run round
+    `state.next_round` from: round 0's, or `resume` (a checkpoint). The model then mirrors the
+    server state, as it does between any two rounds.
 
-    `data` may be passed in already prepared (a study prepares it once per node); `model` may
-    be passed in to inspect it afterwards (it must be `build_model`'s for this config)."""
-    t0 = time.perf_counter()
+    `data` may be passed in already prepared (a study cuts it once per node); `model` may be
+    passed in to inspect it afterwards (it must be `build_model`'s for this config)."""
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
     compute = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device))
@@ -206,19 +220,34 @@ def run(cfg: RunConfig, on_round: Callable[[RoundRecord, RunState], None] | None
     data = compute.data(data.with_stats(input_stats(cfg.model, data.image_shape[0])))
     if model is None:
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    plan = Plan.build(cfg, compute.model(model), data, compute.forward_context)
+    plan = Plan.build(cfg, compute.model(model), data, compute)
     state = to_device(resume or initial_state(plan), compute.device)
-    for t, ts in enumerate(state.tasks):       # the model always mirrors the server between rounds
+    for t, ts in enumerate(state.tasks):
         load_state_(plan.model.tasks[t], plan.codec.served({**ts.params, **ts.buffers}))
+    return plan, state
+
+
+def finish(plan: Plan, state: RunState, records: list[RoundRecord], wall_s: float) -> RunResult:
+    """The run's result after its last round: `records` are the rounds reported (all of them,
+    for a run resumed from a checkpoint too), `wall_s` the time they took in all."""
+    return RunResult(plan.cfg, list(records), state.accuracy, summarise(plan, state, wall_s))
+
+
+def run(cfg: RunConfig, on_round: Callable[[RoundRecord, RunState], None] | None = None,
+        data: FederatedData | None = None, resume: RunState | None = None,
+        model: torch.nn.Module | None = None) -> RunResult:
+    """Run (or continue, from `resume`) one FCL run: `start`, then `run_round` for every round
+    left, `on_round(record, state)` after each. The result's records are the rounds this call
+    ran (all of them unless resumed)."""
+    t0 = time.perf_counter()
+    plan, state = start(cfg, data, model, resume)
     records = []
     for r in range(state.next_round, cfg.rounds):
         state, record = run_round(plan, state, r)
         records.append(record)
         if on_round is not None:
             on_round(record, state)
-    summary = summarise(plan, state, time.perf_counter() - t0, str(compute.device),
-                        compute.precision)
-    return RunResult(cfg, records, state.accuracy, summary.row())
+    return finish(plan, state, records, time.perf_counter() - t0)
 
 
 def run_round(plan: Plan, state: RunState, r: int) -> tuple[RunState, RoundRecord]:
@@ -393,19 +422,22 @@ def round_record(plan: Plan, state: RunState, down: Downlink, up: Uplink,
     evaluated = r in plan.due
     accuracy = state.accuracy[:, r]
     tasks = tuple(TaskRecord(
-        r, t, float(accuracy[t]) if evaluated else math.nan,
-        changes[t].reports if t in changes else 0,
-        float(changes[t].cos_head) if t in changes else math.nan,
-        float(changes[t].cos_module) if t in changes else math.nan)
+        round=r, task=t, accuracy=float(accuracy[t]) if evaluated else math.nan,
+        reports=changes[t].reports if t in changes else 0,
+        cos_head=float(changes[t].cos_head) if t in changes else math.nan,
+        cos_module=float(changes[t].cos_module) if t in changes else math.nan)
         for t in range(plan.data.num_tasks))
     return RoundRecord(
-        r, r // plan.cfg.rounds_per_phase, tuple(sorted(changes)), len(down.sampled), n,
-        up.drift, float(torch.stack([rep.loss for rep in up.reports]).mean()) if n else math.nan,
-        mean_finite([float(ch.cos_head) for ch in changes.values()]),
-        mean_finite([float(ch.cos_module) for ch in changes.values()]),
-        up.nbytes, down.nbytes, totals.tcc, _ratio(totals.full_bytes, totals.tcc), evaluated,
-        float(accuracy.mean()) if evaluated else math.nan, time.perf_counter() - t_start, tasks)
-
+        round=r, phase=r // plan.cfg.rounds_per_phase, tasks_trained=tuple(sorted(changes)),
+        clients_sampled=len(down.sampled), clients_reporting=n, drift=up.drift,
+        train_loss=float(torch.stack([rep.loss for rep in up.reports]).mean()) if n
+        else math.nan,
+        cos_head=mean_finite([float(ch.cos_head) for ch in changes.values()]),
+        cos_module=mean_finite([float(ch.cos_module) for ch in changes.values()]),
+        bytes_up=up.nbytes, bytes_down=down.nbytes, tcc_bytes=totals.tcc,
+        compression_ratio=_ratio(totals.full_bytes, totals.tcc), evaluated=evaluated,
+        mean_acc=float(accuracy.mean()) if evaluated else math.nan,
+        wall_s=time.perf_counter() - t_start, tasks=tasks)
 
 def add_totals(t: Totals, down: Downlink, up: Uplink) -> Totals:
     reported = not math.isnan(up.drift)
@@ -415,18 +447,19 @@ def add_totals(t: Totals, down: Downlink, up: Uplink) -> Totals:
                   t.drift_rounds + reported)
 
 
-def summarise(plan: Plan, state: RunState, wall: float, device: str, precision: str
-              ) -> RunSummary:
+def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
     A, totals, cfg = state.accuracy, state.totals, plan.cfg
     Q = cfg.rounds_per_phase
     return RunSummary(
-        acc(A), bwt_f(A, Q, list(state.first_update)), bwt_f_literal(A, Q),
-        totals.bytes_up, totals.bytes_down, totals.tcc, totals.full_bytes,
-        _ratio(totals.full_bytes, totals.tcc), cfg.rounds, totals.samples, wall,
-        totals.samples / wall if wall > 0 else math.nan,
-        totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
-        sum(t.numel() for t in state.tasks[0].params.values()), device, precision)
-
+        acc=acc(A), bwt_f=bwt_f(A, Q, list(state.first_update)), bwt_f_literal=bwt_f_literal(A, Q),
+        bytes_up=totals.bytes_up, bytes_down=totals.bytes_down, tcc_bytes=totals.tcc,
+        full_fedavg_bytes=totals.full_bytes,
+        compression_ratio=_ratio(totals.full_bytes, totals.tcc), rounds=cfg.rounds,
+        samples=totals.samples, wall_s=wall,
+        samples_per_s=totals.samples / wall if wall > 0 else math.nan,
+        drift_mean=totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
+        trainable_params_per_task=sum(t.numel() for t in state.tasks[0].params.values()),
+        device=plan.device, precision=plan.precision)
 
 def head_weights(trainable: list[str]) -> list[str]:
     """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""

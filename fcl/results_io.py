@@ -1,15 +1,19 @@
-"""The results schema (version 2), in one place, and atomic Parquet writes (temp file in the same
-folder, then rename: a reader never sees a half-written file).
+"""The results contract (schema version 2), in one place: every column, its type and the trial
+statuses; atomic Parquet writes (temp file in the same folder, then rename: a reader never sees a
+half-written file); and the manifest that commits a folder of results. Imports no Ray.
 
 The same three files for one run (`fcl run --out DIR`) and for a study (`results/<study>/`):
 
-    trials.parquet   one row per trial: study, trial_id, status, every config key, the run's
-                     summary (`fcl.records.RunSummary`), schema_version (a study adds its own
-                     columns: `fcl.tune.export`)
+    trials.parquet   one row per trial: study, trial_id, status, error, every config key, the
+                     run's summary (`fcl.records.RunSummary`), schema_version; a study adds its
+                     own columns (`STUDY_COLUMNS`, `optuna_trial`, how far a trial got, versions)
     rounds.parquet   one row per trial x round: study, trial_id, `fcl.records.RoundRecord`'s
                      fields, every config key, schema_version
     tasks.parquet    one row per trial x round x task: study, trial_id, `fcl.records.TaskRecord`'s
                      fields, every config key, schema_version
+    study.json       the manifest (`Manifest`), written last: what the study was (name, doc,
+                     searcher, the keys it varies, preset, data set, base config, seeds,
+                     scheduler, command, fcl_git) and per Parquet file its rows and sha256
 
 Columns and types are derived from the record dataclasses and the config fields, so every file
 carries every column with one type, whatever its trials' fate (an empty study included).
@@ -19,19 +23,48 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from fcl.atomic_file import atomic_path
 from fcl.config import RunConfig, field_types
-from fcl.engine import RunResult
 from fcl.records import PANDAS_TYPES, RoundRecord, RunSummary, TaskRecord, columns
 
+if TYPE_CHECKING:
+    from fcl.engine import RunResult
+
 SCHEMA_VERSION = 2
+
+# Trial statuses (Tune's names): finished all its rounds / failed for good / stopped by the
+# scheduler (ASHA) before its last round.
+TERMINATED, ERROR, EARLY_STOPPED = "TERMINATED", "ERROR", "EARLY_STOPPED"
+STATUSES = (TERMINATED, ERROR, EARLY_STOPPED)
+
 KEY_TYPES = {"study": "string", "trial_id": "string"}
 TRIAL_TYPES = {**KEY_TYPES, "status": "string", "error": "string"}
 # null for trials that did not finish; `rounds` is the config key's column
 SUMMARY_TYPES = {k: t for k, t in columns(RunSummary, nullable=True).items() if k != "rounds"}
+
+# A study's trials.parquet adds: the Tune columns, which join a row to its trial in Tune's storage
+# (TensorBoard, MLflow runs: the trial folder's name) and, in an Optuna search, to
+# optuna-dashboard's trial number; how far the trial got (R - 1 when finished; where ASHA stopped
+# it, and the acc it was compared on); and the versions that produced it.
+STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset", "tune_trial_id",
+                 "tune_trial_dir")
+OPTUNA_COLUMN = "optuna_trial"          # Int64; null outside Optuna searches
+VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "python_version")
+STUDY_SUMMARY_TYPES = {**SUMMARY_TYPES, "round_reached": "Int64", "acc_reached": "float64"}
+
+# What a reader needs at least (analysis checks these; schema 1 stored rounds per task).
+REQUIRED_TRIAL_COLUMNS = ("study", "trial_id", "status", "seed", "acc", "bwt_f",
+                          "schema_version")
+REQUIRED_ROUND_COLUMNS_V1 = ("trial_id", "round", "phase", "task", "accuracy", "schema_version")
+REQUIRED_ROUND_COLUMNS = ("trial_id", "round", "phase", "schema_version")
+REQUIRED_TASK_COLUMNS = ("trial_id", "round", "task", "accuracy", "reports", "schema_version")
+
+FILES = ("trials", "rounds", "tasks")
+MANIFEST_FILE = "study.json"
 
 
 def config_types() -> dict[str, str]:
@@ -44,6 +77,18 @@ def round_types() -> dict[str, str]:
 
 def task_types() -> dict[str, str]:
     return {**KEY_TYPES, **columns(TaskRecord), **config_types(), "schema_version": "int64"}
+
+
+def run_trial_types() -> dict[str, str]:
+    """Every column of one run's trials.parquet (`fcl run --out`) and its type, in order."""
+    return {**TRIAL_TYPES, **config_types(), **SUMMARY_TYPES, "schema_version": "int64"}
+
+
+def study_trial_types() -> dict[str, str]:
+    """Every column of a study's trials.parquet and its type, in order."""
+    return {**{c: "string" for c in STUDY_COLUMNS}, **config_types(), OPTUNA_COLUMN: "Int64",
+            **STUDY_SUMMARY_TYPES, **{c: "string" for c in VERSION_COLUMNS},
+            "schema_version": "int64"}
 
 
 def config_hash(cfg: RunConfig) -> str:
@@ -66,10 +111,54 @@ def typed(df: pd.DataFrame, types: dict[str, str]) -> pd.DataFrame:
     return pd.concat([out, df[rest]], axis=1) if rest else out
 
 
+def empty(types: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in types.items()})
+
+
+def empty_trials() -> pd.DataFrame:
+    """A study's trials.parquet with no trial to show yet (all pending): no rows, every column
+    (untyped: `typed_trials` gives them their types)."""
+    cols = [*STUDY_COLUMNS, *field_types(), OPTUNA_COLUMN, *VERSION_COLUMNS, "schema_version"]
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
+
+
+def typed_trials(df: pd.DataFrame, metrics: dict[str, str]) -> pd.DataFrame:
+    """A study's trials with every column present and of one type, whatever the trials' fate:
+    config keys by their field type, summary metrics nullable (`metrics`: their types), study
+    columns as strings; in the order study columns, config, Optuna, metrics, versions."""
+    types = field_types()
+    for col, dtype in metrics.items():
+        df[col] = (df[col] if col in df else pd.Series([None] * len(df), dtype="object")
+                   ).astype("object").where(lambda c: c.notna(), None).astype(dtype)
+    for key, typ in types.items():
+        df[key] = df[key].astype(PANDAS_TYPES[typ])
+    for col in (*STUDY_COLUMNS, *VERSION_COLUMNS):
+        df[col] = df[col].astype("string")
+    df[OPTUNA_COLUMN] = df[OPTUNA_COLUMN].astype("Int64")
+    df["schema_version"] = df["schema_version"].astype("int64")
+    head = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN]
+    rest = [c for c in df.columns if c not in head and c not in VERSION_COLUMNS
+            and c != "schema_version"]
+    return df[[*head, *rest, *VERSION_COLUMNS, "schema_version"]]
+
+
+def metric_types(summaries: list[dict]) -> dict[str, str]:
+    """`STUDY_SUMMARY_TYPES`, plus the types of summary metrics it does not list (a newer
+    engine's), read from the finished runs' values."""
+    out, config = dict(STUDY_SUMMARY_TYPES), field_types()
+    for summary in summaries:
+        for key, value in summary.items():
+            if key in out or key in config:
+                continue
+            out[key] = ("boolean" if isinstance(value, bool) else "Int64" if isinstance(value, int)
+                        else "float64" if isinstance(value, float) else "string")
+    return out
+
+
 def trial_row(study: str, trial_id: str, result: RunResult | None, config_flat: dict,
-              status: str = "TERMINATED", error: str = "") -> dict:
+              status: str = TERMINATED, error: str = "") -> dict:
     """One trials.parquet row; `result` is None for a trial that did not finish."""
-    metrics = dict(result.summary) if result is not None else {}
+    metrics = result.summary.row() if result is not None else {}
     return {"study": study, "trial_id": trial_id, "status": status, "error": error,
             **config_flat, **metrics, "schema_version": SCHEMA_VERSION}
 
@@ -92,25 +181,21 @@ def _with_keys(df: pd.DataFrame, study: str, trial_id: str, cfg: RunConfig) -> p
                      schema_version=SCHEMA_VERSION)
 
 
-def empty(types: dict[str, str]) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in types.items()})
-
-
 def run_frames(result: RunResult, study: str = "run") -> dict[str, pd.DataFrame]:
     """The three tables of one run (`fcl run --out`), in the study schema."""
     tid = config_hash(result.config)
     trials = typed(pd.DataFrame([trial_row(study, tid, result, result.config.to_flat())]),
-                   {**TRIAL_TYPES, **config_types(), **SUMMARY_TYPES, "schema_version": "int64"})
+                   run_trial_types())
     return {"trials": trials, "rounds": trial_rounds_frame(study, tid, result),
             "tasks": trial_tasks_frame(study, tid, result)}
 
 
-def write_parquet_atomic(df: pd.DataFrame, path: str) -> None:
+def write_parquet_atomic(df: pd.DataFrame, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
         df.to_parquet(tmp, index=False)
 
 
-def write_frames(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:
+def write_frames(frames: dict[str, pd.DataFrame], folder: str | os.PathLike) -> list[str]:
     """`<name>.parquet` for every frame, each written atomically; the paths."""
     paths = []
     for name, df in frames.items():
@@ -119,6 +204,3 @@ def write_frames(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:
         paths.append(path)
     return paths
 
-
-def write_result(result: RunResult, out_dir: str) -> list[str]:
-    return write_frames(run_frames(result), out_dir)

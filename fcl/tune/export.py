@@ -19,24 +19,15 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from fcl import results_io
-from fcl.config import RunConfig, field_types
-from fcl.results_io import (config_hash, empty, round_types, task_types, trial_rounds_frame,
-                            trial_row, trial_tasks_frame, write_frames)
+from fcl.config import RunConfig
+from fcl.results_io import (OPTUNA_COLUMN, STUDY_COLUMNS, VERSION_COLUMNS, config_hash, empty,
+                            empty_trials, metric_types, round_types, task_types,
+                            trial_rounds_frame, trial_row, trial_tasks_frame, typed_trials,
+                            write_frames)
 from fcl.tune.space import resolve
 from fcl.tune.trainable import load_result, seed_configs, versions
 
-# Columns of trials.parquet besides the config keys and the run summary. The Tune columns join
-# a row to its trial in Tune's storage (TensorBoard, MLflow runs: the trial folder's name) and,
-# in an Optuna search, to optuna-dashboard's trial number.
-STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset", "tune_trial_id",
-                 "tune_trial_dir")
-OPTUNA_COLUMN = "optuna_trial"          # Int64; null outside Optuna searches
-VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "python_version")
-# The run summary's columns and types (`fcl.records.RunSummary`): present (NaN / null) even in
-# a table of failed trials; then how far the trial got: R - 1 when finished; where ASHA stopped
-# it, and the acc it was compared on (mean accuracy at the latest evaluated round).
-SUMMARY_TYPES = {**results_io.SUMMARY_TYPES, "round_reached": "Int64", "acc_reached": "float64"}
-PANDAS_TYPE = {bool: "bool", int: "int64", float: "float64", str: "string"}
+SUMMARY_TYPES = results_io.STUDY_SUMMARY_TYPES
 
 
 @dataclass(frozen=True)
@@ -148,7 +139,7 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
         row = trial_row(study, tid, t.result, t.config.to_flat(), t.status, t.error)
         row.update({"preset": preset, **{k: t.versions.get(k, "") for k in VERSION_COLUMNS}})
         if t.result is not None:
-            row.update(round_reached=t.config.rounds - 1, acc_reached=t.result.summary["acc"])
+            row.update(round_reached=t.config.rounds - 1, acc_reached=t.result.summary.acc)
         row.update(t.reached)
         row.update({k: "" for k in STUDY_COLUMNS if k.startswith("tune_")})
         row.update({OPTUNA_COLUMN: None, **t.tune})
@@ -156,10 +147,8 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
         if t.result is not None:
             rounds.append(trial_rounds_frame(study, tid, t.result))
             tasks.append(trial_tasks_frame(study, tid, t.result))
-    types = field_types()
-    metrics = metric_types([t.result.summary for t in trials if t.result is not None], types)
-    trials_df = typed_trials(pd.DataFrame(rows) if rows else empty_trials(types), types,
-                             metrics)
+    metrics = metric_types([t.result.summary.row() for t in trials if t.result is not None])
+    trials_df = typed_trials(pd.DataFrame(rows) if rows else empty_trials(), metrics)
     keys = [k for k in sort_keys if k in trials_df] + ["trial_id"]
     trials_df = trials_df.sort_values(keys, kind="stable").reset_index(drop=True)
     order = {tid: i for i, tid in enumerate(trials_df["trial_id"])}
@@ -176,52 +165,6 @@ def _in_order(frames: list[pd.DataFrame], types: dict[str, str], order: dict[str
     return (df.assign(_order=df["trial_id"].map(order))
             .sort_values(["_order", *keys], kind="stable")
             .drop(columns="_order").reset_index(drop=True))
-
-
-def empty_trials(types: dict[str, type]) -> pd.DataFrame:
-    """trials.parquet of a study with no trial to show yet (all pending): no rows, every
-    column."""
-    cols = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN, *VERSION_COLUMNS, "schema_version"]
-    return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
-
-
-def trial_types() -> dict[str, str]:
-    """Every column of a study's trials.parquet and its type, in order."""
-    return {**{c: "string" for c in STUDY_COLUMNS},
-            **{k: PANDAS_TYPE[t] for k, t in field_types().items()}, OPTUNA_COLUMN: "Int64",
-            **SUMMARY_TYPES, **{c: "string" for c in VERSION_COLUMNS}, "schema_version": "int64"}
-
-
-def typed_trials(df: pd.DataFrame, types: dict[str, type], metrics: dict[str, str]
-                 ) -> pd.DataFrame:
-    """Every column present with one type, whatever the trials' fate: config keys by their
-    field type, summary metrics nullable (`metrics`: their types), study columns as strings."""
-    for col, dtype in metrics.items():
-        df[col] = (df[col] if col in df else pd.Series([None] * len(df), dtype="object")
-                   ).astype("object").where(lambda c: c.notna(), None).astype(dtype)
-    for key, typ in types.items():
-        df[key] = df[key].astype(PANDAS_TYPE[typ])
-    for col in (*STUDY_COLUMNS, *VERSION_COLUMNS):
-        df[col] = df[col].astype("string")
-    df[OPTUNA_COLUMN] = df[OPTUNA_COLUMN].astype("Int64")
-    df["schema_version"] = df["schema_version"].astype("int64")
-    head = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN]
-    rest = [c for c in df.columns if c not in head and c not in VERSION_COLUMNS
-            and c != "schema_version"]
-    return df[[*head, *rest, *VERSION_COLUMNS, "schema_version"]]
-
-
-def metric_types(summaries: list[dict], types: dict[str, type]) -> dict[str, str]:
-    """`SUMMARY_TYPES`, plus the types of summary metrics it does not list (a newer engine's),
-    read from the finished runs' values."""
-    out = dict(SUMMARY_TYPES)
-    for summary in summaries:
-        for key, value in summary.items():
-            if key in out or key in types:
-                continue
-            out[key] = ("boolean" if isinstance(value, bool) else "Int64" if isinstance(value, int)
-                        else "float64" if isinstance(value, float) else "string")
-    return out
 
 
 def write_study(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:

@@ -10,12 +10,10 @@ restored from it (the driver died after it finished) just reports it again.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
 import os
-import platform
 import tempfile
 import time
 
@@ -25,7 +23,8 @@ from ray import tune
 from fcl.config import RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset, load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
-from fcl.engine import RunResult, RunState, run
+from fcl.engine import RunResult, RunState, finish, run_round, start
+from fcl.provenance import versions
 from fcl.records import RoundRecord
 from fcl.tune.space import data_signature, dataset_key, resolve
 
@@ -35,13 +34,6 @@ FINISHED = "finished"    # True in a trial's last report only when it ran all it
 
 # Per worker process: prepared data by signature (a reused actor keeps it between trials).
 _PREPARED: dict[tuple, FederatedData] = {}
-
-
-def versions() -> dict[str, str]:
-    import fcl
-    import ray
-    return {"fcl_version": fcl.__version__, "torch_version": torch.__version__,
-            "ray_version": ray.__version__, "python_version": platform.python_version()}
 
 
 def federated_data(cfg: RunConfig, datasets: dict[tuple, ImageDataset]) -> FederatedData:
@@ -80,49 +72,36 @@ def mean_metrics(per_seed: list[dict]) -> dict:
     return {**out, "round": per_seed[0]["round"], "seeds": len(per_seed)}
 
 
-class _Paused(Exception):
-    def __init__(self, state: RunState):
-        super().__init__()
-        self.state = state
-
-
 class SeedRun:
     """One seed of a trial, advanced one round at a time (several seeds of a trial move in
-    lockstep, so each report covers the same round of all of them). A round is the engine's
-    own resume step: every random stream derives from (seed, round, client), so a run advanced
-    round by round is bit-identical to one run straight through."""
+    lockstep, so each report covers the same round of all of them). It holds the engine's plan
+    and state between rounds (`engine.start`, `engine.run_round`): every random stream derives
+    from (seed, round, client), so a run advanced round by round, or resumed from a checkpoint
+    of its state, is bit-identical to one run straight through."""
 
     def __init__(self, cfg: RunConfig, datasets: dict,
                  saved: tuple[RunState, list[RoundRecord]] | None):
-        from fcl.compute_mode import ComputeMode
-        from fcl.engine import resolve_device
-        from fcl.models.factory import build_model
-        self.cfg, self.result = cfg, None
+        resume, self.records = saved if saved is not None else (None, [])
         # the engine's state holds no history: the records reported so far are kept here
-        self.state, self.records = saved if saved is not None else (None, [])
-        data = federated_data(cfg, datasets)
-        self.model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-        self.data = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device)).data(data)
+        self.plan, self.state = start(cfg, data=federated_data(cfg, datasets), resume=resume)
 
     @property
     def next_round(self) -> int:
-        return self.state.next_round if self.state is not None else 0
+        return self.state.next_round
+
+    @property
+    def done(self) -> bool:
+        return self.state.next_round >= self.plan.cfg.rounds
 
     def step(self) -> None:
-        """Train the next round; after the last one `result` holds the whole run."""
-        last = self.cfg.rounds - 1
+        """Train the next round."""
+        self.state, record = run_round(self.plan, self.state, self.state.next_round)
+        self.records.append(record)
 
-        def pause(record: RoundRecord, state: RunState) -> None:
-            self.records.append(record)
-            if record.round < last:
-                raise _Paused(state)
-
-        try:
-            result = run(self.cfg, on_round=pause, data=self.data, resume=self.state,
-                         model=self.model)
-            self.result = dataclasses.replace(result, records=list(self.records))
-        except _Paused as paused:
-            self.state = paused.state
+    def result(self, wall_s: float) -> RunResult:
+        """The whole run (after its last round), `wall_s` being this seed's share of the
+        trial's time, from its first round (before any resume) to its last."""
+        return finish(self.plan, self.state, self.records, wall_s)
 
     def saved(self) -> tuple[RunState, list[RoundRecord]]:
         """What a checkpoint keeps of this seed: the engine's state and the records so far."""
@@ -175,10 +154,12 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
         states, wall_before = obj, meta["wall_s"]
     runs = [SeedRun(c, datasets, s) for c, s in zip(cfgs, states)]
     t0 = time.perf_counter()
-    while runs[0].next_round < cfgs[0].rounds - 1:
+    while not runs[0].done:
         for r in runs:
             r.step()
         wall = wall_before + time.perf_counter() - t0
+        if runs[0].done:
+            break
         metrics = mean_metrics([round_metrics(r.records, r.state.totals.tcc, wall)
                                 for r in runs])
         if runs[0].next_round % checkpoint_every:
@@ -187,10 +168,7 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
         with _save([r.saved() for r in runs], STATE_FILE,
                    {"wall_s": wall, "next_round": runs[0].next_round}) as d:
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
-    for r in runs:
-        r.step()                                     # the last round: the whole result
-    wall = wall_before + time.perf_counter() - t0
-    results = [finished(r.result, wall / len(runs)) for r in runs]
+    results = [r.result(wall / len(runs)) for r in runs]
     final = {**mean_metrics([final_metrics(res) for res in results]), "wall_s": wall,
              "done": True, FINISHED: True}
     meta = {"wall_s": wall, "final_metrics": final, "versions": versions()}
@@ -198,16 +176,10 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
         tune.report(final, checkpoint=tune.Checkpoint.from_directory(d))
 
 
-def finished(result: RunResult, wall: float) -> RunResult:
-    """The run's result with the trial's wall time (the engine's covers its last call only)."""
-    summary = {**result.summary, "wall_s": wall,
-               "samples_per_s": result.summary["samples"] / wall if wall > 0 else math.nan}
-    return dataclasses.replace(result, summary=summary)
-
-
 def final_metrics(result: RunResult) -> dict:
+    """The last report of a finished run: the round's metrics and the summary's numbers."""
     summary = result.summary
-    return {**round_metrics(result.records, summary["bytes_up"] + summary["bytes_down"],
-                            summary["wall_s"]),
+    return {**round_metrics(result.records, summary.bytes_up + summary.bytes_down,
+                            summary.wall_s),
             **{k: v for k, v in summary.items()
                if isinstance(v, (int, float)) and not isinstance(v, bool)}}
