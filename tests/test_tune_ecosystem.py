@@ -57,7 +57,7 @@ def test_define_by_run_samples_lora_rank_only_for_lora_trials():
     for c in configs:
         assert ("model.lora_rank" in c) == (c["model.adapter"] == "lora"), c
         assert c["data.partition"] == "dirichlet"                 # constants pass through
-    params = [set(t.params) for t in s._ot_study.trials]
+    params = [set(t.params) for t in s.study.trials]
     assert {"client.lr", "model.adapter"} in params                 # nettailor: no rank
     assert {"client.lr", "model.adapter", "model.lora_rank"} in params
     assert [c["optuna_trial"] for c in configs] == list(range(16))
@@ -77,7 +77,7 @@ def test_searcher_records_finished_stopped_and_failed_trials_as_optuna_states():
     # done, though the trial never finished its rounds
     s.on_trial_complete("stopped", {"acc": 45.0, "round": 2, "done": True})
     s.on_trial_complete("failed", {"acc": 30.0, "round": 1}, error=True)
-    done, stopped, failed = s._ot_study.trials
+    done, stopped, failed = s.study.trials
     assert (done.state, done.value) == (State.COMPLETE, 55.0)
     assert done.intermediate_values == {1: 40.0, 2: 45.0}
     assert stopped.state == State.PRUNED and stopped.intermediate_values == {1: 40.0, 2: 45.0}
