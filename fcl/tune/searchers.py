@@ -7,9 +7,14 @@ Objectives: `acc` maximises ACC; `pareto` maximises ACC and minimises the bytes 
 What Optuna stores is what happened to each trial (`FclOptunaSearch`):
 - a finished trial is COMPLETE with its final value(s);
 - a trial the scheduler stopped (ASHA) is PRUNED, with the ACC it reported at each round as its
-  intermediate values (`trial.report(acc, step=round)`), so TPE ranks it below the finished
-  ones instead of learning from a partial run as if it were final;
+  intermediate values (step = round, each round once though a resumed trial replays some), so
+  TPE ranks it below the finished ones instead of learning from a partial run as if it were
+  final (a multi-objective trial has no intermediate values);
 - a trial that failed for good is FAIL.
+Each trial's config carries its Optuna trial number (`TRIAL_NUMBER`), the join key between
+trials.parquet and the dashboard. The searcher is our own Tune `Searcher` over Optuna's public
+ask/tell API, and the storage is its memory: a resumed search (`--resume`) reopens the same
+study and finds its trials there again by the Tune trial id each one carries.
 The space is define-by-run (`DefineByRun`): a key declared with `space.given(...)` is sampled
 only in trials where its parent takes one of the given values (LoRA's rank and alpha only for
 LoRA trials), so Optuna's importances and TPE never see a rank that did nothing.
@@ -18,9 +23,10 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 
 import optuna
-from ray.tune.search import ConcurrencyLimiter
+from ray.tune.search import ConcurrencyLimiter, Searcher
 from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.sample import Domain
 
@@ -30,6 +36,7 @@ from fcl.tune.trainable import FINISHED
 
 OBJECTIVES = {"acc": (["acc"], ["max"]), "pareto": (["acc", "bytes"], ["max", "min"])}
 TRIAL_NUMBER = "optuna_trial"   # key the searcher adds to each trial's config
+TUNE_TRIAL_ID = "tune_trial_id"  # user attr of each Optuna trial: the Tune trial it was asked for
 
 
 def storage_url(results: str) -> str:
@@ -78,8 +85,9 @@ class DefineByRun:
                                   "a Tune domain (tune.choice, tune.loguniform, ...)")
         self.space = dict(space)
 
-    def __call__(self, trial) -> dict:
-        values, constants = {}, {}
+    def __call__(self, trial: optuna.Trial) -> dict:
+        """The trial's config: sampled and constant keys, in declaration order."""
+        values = {}
         for key, value in self.space.items():
             if isinstance(value, Given):
                 if values.get(value.parent) in value.values:
@@ -87,49 +95,131 @@ class DefineByRun:
             elif isinstance(value, Domain):
                 values[key] = _suggest(trial, key, value)
             else:
-                values[key] = constants[key] = value
-        return constants
+                values[key] = value
+        return values
 
 
-class FclOptunaSearch(OptunaSearch):
-    """Ray's OptunaSearch that records early-stopped trials as PRUNED (with their per-round
-    ACC as intermediate values), failed ones as FAIL, and tags each trial's config with its
-    Optuna trial number (the join key between trials.parquet and optuna-dashboard)."""
+class FclOptunaSearch(Searcher):
+    """A Tune searcher that drives an Optuna study through its public ask/tell interface.
+
+    The study's storage is the source of truth: each Optuna trial carries the Tune trial id it
+    was asked for (user attr `tune_trial_id`), so a searcher restored by Tune (`restore`, or
+    unpickled from the experiment state) finds its running trials, their reported rounds and
+    their states there again. What it pickles is only how to reopen the study (storage URL,
+    name, directions, space) and the TPE sampler; an in-memory study (`storage=None`, tests)
+    is pickled whole, having nowhere else to live."""
+
+    def __init__(self, space: DefineByRun, metric: str | list[str], mode: str | list[str],
+                 seed: int, study_name: str = "fcl", storage: str | None = None):
+        super().__init__(metric=metric, mode=mode)
+        self._space, self._study_name, self._url = space, study_name, storage
+        self._sampler = optuna.samplers.TPESampler(seed=seed)
+        self._open()
+
+    def _open(self) -> None:
+        self._storage = (optuna.storages.RDBStorage(self._url) if self._url
+                         else optuna.storages.InMemoryStorage())
+        modes = self.mode if isinstance(self.mode, list) else [self.mode]
+        self._study = optuna.create_study(
+            storage=self._storage, sampler=self._sampler, pruner=optuna.pruners.NopPruner(),
+            study_name=self._study_name, load_if_exists=True,
+            directions=["maximize" if m == "max" else "minimize" for m in modes])
+        self._study_id = self._storage.get_study_id_from_name(self._study_name)
+        self._trials: dict[str, int] = {}     # Tune trial id -> storage trial id (a cache)
+
+    @property
+    def study(self) -> optuna.Study:
+        return self._study
+
+    # ---- Tune's callbacks ----------------------------------------------------------------
 
     def suggest(self, trial_id: str) -> dict | None:
-        config = super().suggest(trial_id)
-        if config is not None:
-            config[TRIAL_NUMBER] = self._ot_trials[trial_id].number
-        return config
+        trial = self._study.ask()
+        trial.set_user_attr(TUNE_TRIAL_ID, trial_id)
+        try:
+            config = self._space(trial)
+        except Exception:
+            self._study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            raise
+        self._trials[trial_id] = self._storage.get_trial_id_from_study_id_trial_number(
+            self._study_id, trial.number)
+        return {**config, TRIAL_NUMBER: trial.number}
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        if isinstance(self.metric, list) or trial_id in self._completed_trials:
+        if isinstance(self.metric, list):
             return            # Optuna keeps no intermediate values of multi-objective trials
         value = result.get(self.metric)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return            # before the first evaluation: nothing to report
+        frozen = self._frozen(trial_id)
         step = int(result["round"])
-        reported = self.__dict__.setdefault("_reported_steps", {}).setdefault(trial_id, set())
-        if step not in reported:          # a trial resumed from a checkpoint replays rounds
-            reported.add(step)
-            self._ot_trials[trial_id].report(float(value), step=step)
+        # a trial resumed from a checkpoint replays rounds: the storage says which it has
+        if frozen is not None and not frozen.state.is_finished() \
+                and step not in frozen.intermediate_values:
+            self._storage.set_trial_intermediate_value(self._trials[trial_id], step,
+                                                       float(value))
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
-        if trial_id in self._completed_trials or trial_id not in self._ot_trials:
+        frozen = self._frozen(trial_id)
+        if frozen is None or frozen.state.is_finished():
             return
-        trial = self._ot_trials[trial_id]
-        if error:
-            self._ot_study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        State = optuna.trial.TrialState
+        metrics = self.metric if isinstance(self.metric, list) else [self.metric]
+        values = [(result or {}).get(m) for m in metrics]
+        if error or (result and result.get(FINISHED) and None in values):
+            self._study.tell(frozen.number, state=State.FAIL)
         elif result and result.get(FINISHED):
-            metrics = self.metric if isinstance(self.metric, list) else [self.metric]
-            values = [result[m] for m in metrics]
-            self._ot_study.tell(trial, values if len(values) > 1 else values[0])
+            self._study.tell(frozen.number, values if len(values) > 1 else values[0])
         else:                 # stopped by the scheduler before its last round
             if result:        # the result it was stopped on reaches no on_trial_result
                 self.on_trial_result(trial_id, result)
-            self._ot_study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        self._completed_trials.add(trial_id)
+            self._study.tell(frozen.number, state=State.PRUNED)
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
+                              **spec) -> bool:
+        """Tune offers its param space here; the space is ours (define-by-run), so an
+        empty one is accepted and a non-empty one refused (Tune then says why)."""
+        return not config
+
+    # ---- Tune's save / restore and pickling ----------------------------------------------
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self._state(), f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self._load(pickle.load(f))
+
+    def __getstate__(self) -> dict:
+        return self._state()
+
+    def __setstate__(self, state: dict) -> None:
+        self._load(state)
+
+    def _state(self) -> dict:
+        if self._url is None:                 # in memory: the study is the state
+            return dict(self.__dict__)
+        reopened = ("_storage", "_study", "_study_id", "_trials")
+        return {k: v for k, v in self.__dict__.items() if k not in reopened}
+
+    def _load(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_study" not in state:
+            self._open()
+
+    def _frozen(self, trial_id: str) -> optuna.trial.FrozenTrial | None:
+        """The Optuna trial asked for `trial_id`, read from the storage (None: not ours)."""
+        if trial_id not in self._trials:
+            for t in self._study.get_trials(deepcopy=False):
+                if t.user_attrs.get(TUNE_TRIAL_ID) == trial_id:
+                    self._trials[trial_id] = \
+                        self._storage.get_trial_id_from_study_id_trial_number(self._study_id,
+                                                                              t.number)
+        if trial_id not in self._trials:
+            return None
+        return self._storage.get_trial(self._trials[trial_id])
 
 
 def optuna_searcher(study: str, objective: str, results: str, seed: int,
@@ -138,10 +228,10 @@ def optuna_searcher(study: str, objective: str, results: str, seed: int,
         raise ConfigError("--objective", objective, "unknown objective", ", ".join(OBJECTIVES))
     metric, mode = OBJECTIVES[objective]
     os.makedirs(results, exist_ok=True)
-    storage = optuna.storages.RDBStorage(storage_url(results))
     if len(metric) == 1:
         metric, mode = metric[0], mode[0]
     searcher = FclOptunaSearch(DefineByRun(space), metric=metric, mode=mode, seed=seed,
-                               study_name=optuna_study_name(study, objective), storage=storage)
+                               study_name=optuna_study_name(study, objective),
+                               storage=storage_url(results))
     # TPE learns from finished trials: running everything at once would make it random search.
     return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 2)
