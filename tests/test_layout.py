@@ -1,0 +1,86 @@
+"""The shape the architecture issue asked for, kept: small modules at the edges (no file over 300
+lines and no function over 60 in `fcl/tune/` and `analysis/`), and no import cycle anywhere in
+`fcl` or `analysis` (imports inside functions count: a lazy import that hides a cycle is still
+one)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EDGES = [*sorted((REPO / "fcl" / "tune").rglob("*.py")), *sorted((REPO / "analysis").rglob("*.py"))]
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 300, 60
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+@pytest.mark.parametrize("path", EDGES, ids=_rel)
+def test_edge_modules_are_small(path):
+    lines = path.read_text().splitlines()
+    assert len(lines) <= MAX_FILE_LINES, f"{_rel(path)}: {len(lines)} lines"
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse("\n".join(lines)))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"{_rel(path)}: {', '.join(long)}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """The project modules `path` imports (`from a.b import c` counts a.b.c where that is a
+    module, else a.b); TYPE_CHECKING-only imports left out (they never run)."""
+    tree, name = ast.parse(path.read_text()), module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+            and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                out.add(full if full in modules else base)
+    return {m for m in out if m in modules and m != name}
+
+
+def test_no_import_cycle():
+    paths = [*(REPO / "fcl").rglob("*.py"), *(REPO / "analysis").rglob("*.py")]
+    modules = {module_name(p): p for p in paths}
+    graph = {m: imports_of(p, set(modules)) for m, p in modules.items()}
+    # a package's __init__ importing its own submodules is how packages export names, and a
+    # submodule importing a sibling through the package is fine: only module -> module edges
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if d not in state and (cycle := visit(d)):
+                return cycle
+        state[m] = 2
+        stack.pop()
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            cycle = visit(m)
+            assert cycle is None, "import cycle: " + " -> ".join(cycle)
