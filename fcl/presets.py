@@ -12,6 +12,11 @@
 | cifar10-gpu        | Split CIFAR-10, 1000 images/class, R=25: the studies on one GPU        |
 | flocora-cifar10-*  | FLoCoRA's recipe on CIFAR-10 (T=1) at those two sizes                  |
 
+A study (`studies/*.py`) takes a *study preset* (`STUDY_PRESETS`, one per run preset): the run
+preset its trials start from, made smaller where a study of dozens of trials has to fit a laptop,
+the seeds each grid point runs by default, and, for FLoCoRA's studies, the run preset of
+FLoCoRA's recipe at that size.
+
 Table 2 of the FCL paper: ResNet-18 backbone (ImageNet-pretrained, frozen: the NetTailor
 setting), T=10, N=5 IID clients, R=300 (Q=30), K=2, client SGD lr 0.05, FedAdam with server lr
 0.5, and the asynchronous task order the paper studies. The paper states no batch size (32 here)
@@ -22,6 +27,9 @@ ImageNet backbone at 72x72, the size the Decathlon (and NetTailor) use for CIFAR
 MiniImageNet (84) and the Decathlon (72) run at their own size.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from fcl.config import ConfigError, RunConfig, with_overrides
 
@@ -49,6 +57,10 @@ FLOCORA = {
     "server.lr": 1.0, "server.aggregate": "mean", "compression.payload": "values",
     "schedule.order": "sync", "eval.every": 1,
 }
+# What FLoCoRA's studies fix: its recipe without the sizes, which come from the preset
+FLOCORA_SIZES = ("rounds", "data.num_clients", "participation.fraction", "model.backbone",
+                 "client.local_epochs", "eval.every")
+FLOCORA_RECIPE = {k: v for k, v in FLOCORA.items() if k not in FLOCORA_SIZES}
 
 # The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data holds torchvision's
 # cifar-10-batches-py (where its download with root=data puts it).
@@ -113,3 +125,49 @@ def preset(name: str, overrides: dict | None = None) -> RunConfig:
     if name not in PRESETS:
         raise ConfigError("--preset", name, "unknown preset", ", ".join(PRESETS))
     return with_overrides(with_overrides(RunConfig(), PRESETS[name]), overrides or {})
+
+
+@dataclass(frozen=True)
+class StudyPreset:
+    """What `--preset NAME` of a study means: the run preset its trials start from, the study
+    sizes laid over it, the seeds of a grid point, and the run preset a family of studies
+    (FLoCoRA's) starts from instead, at that preset's own sizes."""
+    run: str                                               # a key of PRESETS
+    sizes: dict[str, Any] = field(default_factory=dict)    # applied before the study's keys
+    seeds: int = 3                                         # --seeds default of a grid study
+    families: dict[str, str] = field(default_factory=dict)    # family -> its run preset
+    what: str = ""                                         # for --help
+
+
+# `smoke` and `local` trials are smaller than `fcl run` at the same preset. `local`: half the
+# rounds of `fcl run --preset local` on a third of its training images, so a 36-trial study
+# takes about 20 minutes on 2 CPU cores. Every other run preset is a study preset as it is.
+STUDY_PRESETS: dict[str, StudyPreset] = {
+    "smoke": StudyPreset("smoke", {"rounds": 5, "data.train_per_class": 20,
+                                   "data.test_per_class": 10, "model.width": 8},
+                         seeds=1, what="seconds"),
+    "local": StudyPreset("local", {"rounds": 25, "data.train_per_class": 200,
+                                   "data.test_per_class": 100},
+                         families={"flocora": "flocora-local"}, what="a laptop"),
+    "paper": StudyPreset("paper", families={"flocora": "flocora"}, what="Table 2"),
+    "cifar10-local": StudyPreset("cifar10-local",
+                                 families={"flocora": "flocora-cifar10-local"},
+                                 what="Split CIFAR-10, 2 CPU cores"),
+    "cifar10-gpu": StudyPreset("cifar10-gpu", families={"flocora": "flocora-cifar10-gpu"},
+                               what="Split CIFAR-10, one GPU"),
+    **{name: StudyPreset(name) for name in PRESETS if name not in (
+        "smoke", "local", "paper", "cifar10-local", "cifar10-gpu")},
+}
+STUDY_FAMILIES = frozenset(f for p in STUDY_PRESETS.values() for f in p.families)
+
+
+def study_preset(name: str, overrides: dict | None = None, family: str | None = None
+                 ) -> RunConfig:
+    """The base config of a study at study preset `name`: its run preset (the family's own, at
+    its sizes, where the family has one), the study sizes, then `overrides`."""
+    if name not in STUDY_PRESETS:
+        raise ConfigError("--preset", name, "unknown preset", ", ".join(STUDY_PRESETS))
+    p = STUDY_PRESETS[name]
+    if family in p.families:
+        return preset(p.families[family], overrides)
+    return preset(p.run, {**p.sizes, **(overrides or {})})

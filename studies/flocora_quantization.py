@@ -7,22 +7,17 @@ server averages the dequantized values). The quantized rows are also run with `d
 round's update quantized instead, ours), so the table shows what quantizing deltas buys; at 32
 bits the two are the same run.
 """
-from fcl.presets import FLOCORA
+from fcl.presets import FLOCORA_RECIPE
 from fcl.tune import Study, grid, main
 
-SIZES = ("rounds", "data.num_clients", "participation.fraction", "model.backbone",
-         "client.local_epochs", "eval.every")
-RECIPE = {k: v for k, v in FLOCORA.items() if k not in SIZES}
 SPACE = {
     "message": grid(*({"compression.bits": bits, "compression.payload": payload}
                       for bits in (32, 8, 4, 2)
                       for payload in (("values",) if bits == 32 else ("values", "delta")))),
 }
 
-STUDY = Study("flocora_quantization", SPACE, base=RECIPE, doc=__doc__,
-              presets={"local": "flocora-local", "paper": "flocora",
-                       "cifar10-local": "flocora-cifar10-local",
-                       "cifar10-gpu": "flocora-cifar10-gpu"})
+STUDY = Study("flocora_quantization", SPACE, base=FLOCORA_RECIPE, family="flocora",
+              doc=__doc__)
 
 if __name__ == "__main__":
     main(STUDY)

@@ -6,22 +6,17 @@ and the final FC trained; Dirichlet(0.5) clients; FedAvg on the server). Its siz
 preset: `local` runs `flocora-local`, `paper` runs `flocora` (ResNet-8 on CIFAR-10: give
 data.root), `smoke` the study smoke sizes.
 """
-from fcl.presets import FLOCORA
+from fcl.presets import FLOCORA_RECIPE
 from fcl.tune import Study, grid, main
 
-SIZES = ("rounds", "data.num_clients", "participation.fraction", "model.backbone",
-         "client.local_epochs", "eval.every")
-RECIPE = {k: v for k, v in FLOCORA.items() if k not in SIZES}
 SPACE = {
     "adapter": grid({"model.adapter": "full"},
                     *({"model.adapter": "lora", "model.lora_rank": r, "model.lora_alpha": k * r}
                       for r in (8, 16, 32, 64) for k in (2, 16))),
 }
 
-STUDY = Study("flocora_rank_alpha", SPACE, base=RECIPE, doc=__doc__,
-              presets={"local": "flocora-local", "paper": "flocora",
-                       "cifar10-local": "flocora-cifar10-local",
-                       "cifar10-gpu": "flocora-cifar10-gpu"})
+STUDY = Study("flocora_rank_alpha", SPACE, base=FLOCORA_RECIPE, family="flocora",
+              doc=__doc__)
 
 if __name__ == "__main__":
     main(STUDY)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-from fcl.tune.study import StudyOptions, base_config  # noqa: E402
+from fcl.tune.plan import base_config  # noqa: E402
+from fcl.tune.study import StudyOptions  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "studies"))
@@ -42,9 +43,9 @@ def test_a_refused_command_line_stops_before_the_next_study(capsys):
 def test_cifar10_presets_reach_every_study(preset, want):
     for name in run_all.STUDIES:
         study = runpy.run_path(str(REPO / "studies" / f"{name}.py"))["STUDY"]
-        cfg = base_config(StudyOptions(preset=preset), study.base, study.presets)
+        cfg = base_config(study, StudyOptions(preset=preset))
         assert cfg.data.name == "cifar10" and cfg.data.root == "data"
-        flocora = name.startswith("flocora")
+        flocora = study.family == "flocora"
         assert cfg.data.num_tasks == (1 if flocora else 5)
         if flocora:
             assert cfg.model.backbone == want and cfg.data.partition == "lda"

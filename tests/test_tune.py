@@ -17,10 +17,11 @@ ray = pytest.importorskip("ray")
 
 from fcl.config import ConfigError, field_types  # noqa: E402
 from fcl.engine import run  # noqa: E402
+from fcl.manifest import read_manifest, sha256, verify  # noqa: E402
 from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
-from fcl.tune.export import STUDY_COLUMNS, SUMMARY_TYPES, VERSION_COLUMNS  # noqa: E402
+from fcl.results_io import STUDY_COLUMNS, STUDY_SUMMARY_TYPES, VERSION_COLUMNS  # noqa: E402
+from fcl.tune.plan import base_config  # noqa: E402
 from fcl.tune.space import resolve  # noqa: E402
-from fcl.tune.study import base_config  # noqa: E402
 
 SPACE = {"client.lr": grid(0.02, 0.1), "server.optimizer": grid("fedsgd", "fedadam")}
 # the only columns a rerun may change: timing, and Tune's own ids of the trials of that run
@@ -64,7 +65,7 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     assert tasks.groupby("trial_id").size().eq(25).all()
     # every config key, the summary, study and version columns, each with one type
     types = field_types()
-    for col in (*STUDY_COLUMNS, *types, *SUMMARY_TYPES, *VERSION_COLUMNS, "schema_version"):
+    for col in (*STUDY_COLUMNS, *types, *STUDY_SUMMARY_TYPES, *VERSION_COLUMNS, "schema_version"):
         assert col in trials.columns, col
     assert trials["client.lr"].dtype == "float64" and trials["rounds"].dtype == "int64"
     assert trials["server.bias_correction"].dtype == "bool"
@@ -77,8 +78,8 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     assert trials.set_index("trial_id")["acc"].sub(last).abs().max() < 1e-9
     # a trial through Ray gives exactly the numbers of a direct engine run of its config
     row = trials.iloc[0]
-    cfg = resolve(base_config(smoke(results), {}), {k: row[k] for k in ("client.lr",
-                                                                          "server.optimizer")})
+    cfg = resolve(base_config(Study("grid4", SPACE), smoke(results)),
+                  {k: row[k] for k in ("client.lr", "server.optimizer")})
     cfg = resolve(cfg, {"seed": int(row["seed"]), "run.threads": 1})
     direct = run(cfg)
     assert row["acc"] == direct.summary["acc"] and row["bwt_f"] == direct.summary["bwt_f"]
@@ -86,6 +87,22 @@ def test_smoke_grid_rows_schema_and_numbers(uninterrupted):
     assert mine["drift"].tolist() == [r["drift"] for r in direct.records]
     assert rounds.groupby("trial_id")["bytes_up"].sum().eq(trials.set_index("trial_id")
                                                           ["bytes_up"]).all()
+
+
+def test_the_export_writes_a_manifest_that_matches_its_parquet(uninterrupted):
+    results, outcome = uninterrupted
+    folder = os.path.join(results, "grid4")
+    manifest = read_manifest(folder)
+    assert outcome.paths[-1] == os.path.join(folder, "study.json")    # written last
+    assert verify(folder, manifest) == []
+    for name, entry in manifest.files.items():
+        path = os.path.join(folder, f"{name}.parquet")
+        assert entry == {"rows": len(pd.read_parquet(path)), "sha256": sha256(path)}
+    assert set(manifest.files) == {"trials", "rounds", "tasks"}
+    assert manifest.varying == ("client.lr", "server.optimizer")
+    assert (manifest.study, manifest.preset, manifest.searcher) == ("grid4", "smoke", None)
+    assert (manifest.seeds, manifest.trial_seeds, manifest.scheduler) == ((0,), 1, "fifo")
+    assert manifest.base["rounds"] == 5 and manifest.base["run.threads"] == 1
 
 
 def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(uninterrupted):
@@ -151,6 +168,10 @@ def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ra
     assert trials.loc["cpu", "status"] == "TERMINATED" and trials.loc["cpu", "error"] == ""
     assert trials.loc["cuda", "status"] == "ERROR"
     assert "run.device=cuda: no CUDA device" in trials.loc["cuda", "error"]
+    # Tune's id of a trial that failed before its first report (`export.tune_ids`)
+    by_dir = {str(r.path): r.metrics["trial_id"] for r in outcome.result_grid}
+    assert trials.loc["cuda", "tune_trial_id"] == by_dir[trials.loc["cuda", "tune_trial_dir"]]
+    assert trials["tune_trial_id"].str.len().gt(0).all()
     assert pd.isna(trials.loc["cuda", "acc"]) and trials.loc["cuda", "rounds"] == 5
     assert set(f["rounds"]["trial_id"]) == {trials.loc["cpu", "trial_id"]}
     # retried once: Ray logged two failures of that trial
@@ -228,3 +249,6 @@ def test_optuna_search_at_two_seeds_persists_to_sqlite(local_ray, tmp_path):
         assert t.value == pytest.approx(rows["acc"].mean())            # the mean of its seeds
         assert (rows["client.lr"] == t.params["client.lr"]).all()
         assert rows["tune_trial_id"].nunique() == 1
+    manifest = read_manifest(tmp_path / "search")
+    assert (manifest.searcher, manifest.seeds, manifest.trial_seeds) == ("optuna", (0, 1), 2)
+    assert manifest.varying == tuple(space) and verify(tmp_path / "search", manifest) == []

@@ -178,10 +178,11 @@ def test_a_missing_tracker_package_is_one_line_naming_the_extra(tmp_path, capsys
 def test_progress_columns_show_the_real_keys_of_grouped_axes(name):
     from ray._private.dict import unflattened_lookup
 
-    from fcl.tune.study import base_config, progress_reporter
+    from fcl.tune.plan import base_config
+    from fcl.tune.tuner import progress_reporter
     study = load_study(name)
     space = study.space_for("smoke")
-    cfg = base_config(StudyOptions(preset="smoke"), study.base, study.presets)
+    cfg = base_config(study, StudyOptions(preset="smoke"))
     columns = display_columns(space)
     filled = complete_variants(space, cfg)
     grouped = [k for k in space if k not in columns.values()]
@@ -231,11 +232,11 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(local_ray, tmp_path):
 
 
 def test_a_rerun_refuses_before_ray_starts(tmp_path, monkeypatch, capsys):
-    from fcl.tune import study as study_module
+    from fcl.tune import run as run_module
     state = tmp_path / ".tune" / "ablation_lr"
     state.mkdir(parents=True)
     (state / "tuner.pkl").write_bytes(b"")             # what Tuner.can_restore looks for
-    monkeypatch.setattr(study_module.cluster, "connect",
+    monkeypatch.setattr(run_module.cluster, "connect",
                         lambda *a, **k: pytest.fail("Ray was started"))
     t0 = time.perf_counter()
     code = run_study_cli(load_study("ablation_lr"), ["--preset", "smoke", "--results",

@@ -17,9 +17,10 @@ from fcl.presets import preset  # noqa: E402
 from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
 from fcl.tune.cluster import trial_resources  # noqa: E402
-from fcl.tune.export import SUMMARY_TYPES, TrialOutcome, study_frames, trial_ids  # noqa: E402
+from fcl.results_io import STUDY_SUMMARY_TYPES  # noqa: E402
+from fcl.tune.export import TrialOutcome, study_frames, trial_ids  # noqa: E402
+from fcl.tune.plan import load_datasets  # noqa: E402
 from fcl.tune.space import check_space, data_signature, dataset_key, trial_overrides  # noqa: E402
-from fcl.tune.study import load_datasets  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STUDY_FILES = sorted(f for f in glob.glob(os.path.join(REPO, "studies", "*.py"))
@@ -164,7 +165,7 @@ def test_study_of_failed_trials_still_has_every_column_typed():
     frames = study_frames("s", "smoke", failed, ["seed"])
     trials, rounds, tasks = frames["trials"], frames["rounds"], frames["tasks"]
     assert len(trials) == 2 and len(rounds) == 0 and len(tasks) == 0
-    for col, dtype in SUMMARY_TYPES.items():
+    for col, dtype in STUDY_SUMMARY_TYPES.items():
         assert str(trials[col].dtype) == dtype and trials[col].isna().all()
     types = field_types()
     assert all(k in trials and k in rounds and k in tasks for k in types)

@@ -5,14 +5,22 @@
     if __name__ == "__main__":
         main(STUDY)                     # flags: see fcl.tune.cli
 
-Modules: `space` (declaring and checking what varies), `trainable` (one trial = one engine
-run, reported and checkpointed every round), `study` (the orchestration loop), `export`
-(Parquet), `cluster` (local Ray or a cluster; trial resources), `searchers` (Optuna),
-`trackers` (TensorBoard, MLflow, W&B callbacks), `progress` (the live table, Ctrl-C), `cli`.
+Modules, in the order a study meets them:
+`study` (what a script declares: Study, StudyOptions, StudyOutcome), `space` (declaring and
+checking what varies), `cli` (the flags), `run` (`run_study`: plan -> claim state -> fit ->
+export), `plan` (base config from the study preset, the space with its seeds, data loaded and
+cut once), `cost` (the dry run's trial table and price), `state` (where Tune keeps a study;
+the resume / fresh policy), `cluster` (local Ray or a cluster; trial resources), `tuner` (the
+Tuner: trainable, searcher, scheduler, reporter), `trainable` (one trial = one engine run,
+reported and checkpointed every round), `searchers` (Optuna), `schedulers` (FIFO, ASHA),
+`trackers` (TensorBoard, MLflow, W&B callbacks), `progress` (the live table, Ctrl-C),
+`export` (the trials' rows from their checkpoints), `study_manifest` (study.json from the
+declaration and plan).
 """
 from fcl.tune.cli import main, run_study_cli
+from fcl.tune.run import run_study
 from fcl.tune.space import given, grid
-from fcl.tune.study import Study, StudyOptions, StudyOutcome, run_study
+from fcl.tune.study import Study, StudyOptions, StudyOutcome
 
 __all__ = ["given", "grid", "main", "run_study", "run_study_cli", "Study", "StudyOptions",
            "StudyOutcome"]

@@ -11,9 +11,10 @@ import sys
 from fcl.cli_args import EXIT_USAGE, parse_sets
 from fcl.config import ConfigError
 from fcl.data.datasets import DataError
-from fcl.presets import PRESETS
+from fcl.presets import STUDY_PRESETS
+from fcl.tune.run import run_study
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
-from fcl.tune.study import Study, StudyOptions, run_study
+from fcl.tune.study import Study, StudyOptions
 from fcl.tune.trackers import TRACKERS
 
 
@@ -45,13 +46,32 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def build_parser(name: str, doc: str | None, searcher: str | None, num_samples: int = 1
-                 ) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"studies/{name}.py", description=doc,
+def presets_help(family: str | None) -> str:
+    """Every study preset (`fcl.presets.STUDY_PRESETS`), with what it is for and, for a
+    family's study, the run preset it starts from."""
+    def one(name, p):
+        notes = [n for n in (p.what, f"runs {p.families[family]}" if family in p.families
+                             else "") if n]
+        return name + (f" ({'; '.join(notes)})" if notes else "")
+    return ("trial size: " + ", ".join(one(n, p) for n, p in STUDY_PRESETS.items()) +
+            "; default: local")
+
+
+def seeds_default(searcher: str | None) -> str:
+    if searcher is not None:
+        return "1"
+    counts = [p.seeds for p in STUDY_PRESETS.values()]
+    usual = max(set(counts), key=counts.count)
+    return ", ".join(f"{p.seeds} at {n}" for n, p in STUDY_PRESETS.items()
+                     if p.seeds != usual) + f", else {usual}"
+
+
+def build_parser(study: Study) -> argparse.ArgumentParser:
+    searcher = study.searcher
+    p = _Parser(prog=f"studies/{study.name}.py", description=study.doc,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--preset", default="local", choices=sorted(PRESETS),
-                   help="trial size: smoke (seconds), local (a laptop), paper (Table 2); "
-                        "default: local")
+    p.add_argument("--preset", default="local", choices=list(STUDY_PRESETS),
+                   metavar="PRESET", help=presets_help(study.family))
     p.add_argument("--address", help="Ray cluster to join (default: $RAY_ADDRESS, else start a "
                                      "quiet local Ray)")
     p.add_argument("--storage", help="where Tune keeps trial state and checkpoints: a path "
@@ -63,13 +83,14 @@ def build_parser(name: str, doc: str | None, searcher: str | None, num_samples: 
     p.add_argument("--gpus-per-trial", type=non_negative_float,
                    help="GPUs per trial (default: the cluster's GPUs / trials that fit at once; "
                         "0 when it has none)")
-    p.add_argument("--num-samples", "--trials", type=positive(int), default=num_samples,
-                   help=f"repeats of the grid, or draws of a search (default: {num_samples})")
+    p.add_argument("--num-samples", "--trials", type=positive(int), default=study.num_samples,
+                   help="repeats of the grid, or draws of a search (default: "
+                        f"{study.num_samples})")
     p.add_argument("--seeds", type=positive(int),
-                   help="seeds per configuration: seed, seed+1, ... (default: 1 smoke, 3 local "
-                        "and paper)" if searcher is None else
-                        "seeds each sampled configuration runs at: seed, seed+1, ...; the "
-                        "objective (and ASHA's comparison) is their mean (default: 1)")
+                   help=("seeds per configuration: seed, seed+1, ..." if searcher is None else
+                         "seeds each sampled configuration runs at: seed, seed+1, ...; the "
+                         "objective (and ASHA's comparison) is their mean") +
+                   f" (default: {seeds_default(searcher)})")
     p.add_argument("--max-concurrent", type=positive(int),
                    help="at most this many trials at once (default: what the cluster fits)")
     p.add_argument("--resume", action="store_true",
@@ -104,7 +125,7 @@ def build_parser(name: str, doc: str | None, searcher: str | None, num_samples: 
 
 def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
     """Parse the shared flags and run `study`. Returns the exit code."""
-    args = build_parser(study.name, study.doc, study.searcher, study.num_samples).parse_args(argv)
+    args = build_parser(study).parse_args(argv)
     try:
         if args.resume and args.fresh:
             raise ConfigError("--fresh", "on", "contradicts --resume", "one of them")

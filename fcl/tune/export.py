@@ -9,25 +9,20 @@ columns have fixed types, so exporting the same results twice writes the same fi
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
-import subprocess
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from fcl import results_io
 from fcl.config import RunConfig
-from fcl.results_io import (OPTUNA_COLUMN, STUDY_COLUMNS, VERSION_COLUMNS, config_hash, empty,
-                            empty_trials, metric_types, round_types, task_types,
-                            trial_rounds_frame, trial_row, trial_tasks_frame, typed_trials,
-                            write_frames)
+from fcl.provenance import fcl_git, versions
+from fcl.results_io import (EARLY_STOPPED, ERROR, OPTUNA_COLUMN, STUDY_COLUMNS, TERMINATED,
+                            VERSION_COLUMNS, config_hash, empty, empty_trials, metric_types,
+                            round_types, task_types, trial_rounds_frame, trial_row,
+                            trial_tasks_frame, typed_trials)
 from fcl.tune.space import resolve
-from fcl.tune.trainable import load_result, seed_configs, versions
-
-SUMMARY_TYPES = results_io.STUDY_SUMMARY_TYPES
+from fcl.tune.trainable import load_result, seed_configs
 
 
 @dataclass(frozen=True)
@@ -42,18 +37,6 @@ class TrialOutcome:
     tune: dict = field(default_factory=dict)      # tune_trial_id, tune_trial_dir, optuna_trial
 
 
-@functools.cache
-def fcl_git() -> str:
-    """`git describe --always --dirty` of the fcl checkout the driver runs ("" outside git)."""
-    import fcl
-    try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10, cwd=os.path.dirname(fcl.__file__))
-        return out.stdout.strip() if out.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def error_line(error: BaseException) -> str:
     """The original exception of a failed trial as one line: `Type: message`."""
     cause = getattr(error, "cause", None) or error
@@ -62,14 +45,12 @@ def error_line(error: BaseException) -> str:
 
 
 def tune_ids(res) -> dict:
-    """Tune's trial id (from its reports, else the folder name `<trainable>_<id>_<n>_...`),
-    the trial's folder, and its Optuna trial number where a search drew it."""
-    folder = str(res.path)
-    trial_id = (res.metrics or {}).get("trial_id")
-    if not trial_id:
-        found = re.search(r"_([0-9a-f]{5}_\d{5})(_|$)", os.path.basename(folder))
-        trial_id = found.group(1) if found else ""
-    return {"tune_trial_id": trial_id, "tune_trial_dir": folder,
+    """Tune's trial id, the trial's folder, and its Optuna trial number where a search drew it.
+    The id is one of Tune's auto-filled metrics, in every `Result.metrics` (Ray fills it in for
+    a trial that never reported too): tests/test_tune.py checks it on a trial that failed
+    before its first report."""
+    return {"tune_trial_id": (res.metrics or {}).get("trial_id", ""),
+            "tune_trial_dir": str(res.path),
             OPTUNA_COLUMN: (trial_config(res) or {}).get(OPTUNA_COLUMN)}
 
 
@@ -99,21 +80,21 @@ def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
         ids, metrics = tune_ids(res), res.metrics or {}
         cfgs = seed_configs(resolve(base, config), int(metrics.get("seeds") or 1))
         if res.error is not None:
-            out += [TrialOutcome(c, "ERROR", error_line(res.error), None, driver, order,
+            out += [TrialOutcome(c, ERROR, error_line(res.error), None, driver, order,
                                  tune=ids) for c in cfgs]
             continue
         loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
         if loaded is None and metrics.get("done"):
             # Tune marks a trial its scheduler stopped as done; a finished one has its result
             reached = {"round_reached": metrics["round"], "acc_reached": metrics["acc"]}
-            out += [TrialOutcome(c, "EARLY_STOPPED", "", None, driver, order, reached, ids)
+            out += [TrialOutcome(c, EARLY_STOPPED, "", None, driver, order, reached, ids)
                     for c in cfgs]
             continue
         if loaded is None:
             unfinished += 1
             continue
         results, meta = loaded
-        out += [TrialOutcome(r.config, "TERMINATED", "", r, {**driver, **meta["versions"]},
+        out += [TrialOutcome(r.config, TERMINATED, "", r, {**driver, **meta["versions"]},
                              order, tune=ids) for r in results]
     return out, unfinished
 
@@ -167,13 +148,9 @@ def _in_order(frames: list[pd.DataFrame], types: dict[str, str], order: dict[str
             .drop(columns="_order").reset_index(drop=True))
 
 
-def write_study(frames: dict[str, pd.DataFrame], folder: str) -> list[str]:
-    return write_frames(frames, folder)
-
-
 def summary_line(trials_df: pd.DataFrame) -> str:
-    done = trials_df[trials_df["status"] == "TERMINATED"]
-    stopped = int((trials_df["status"] == "EARLY_STOPPED").sum())
+    done = trials_df[trials_df["status"] == TERMINATED]
+    stopped = int((trials_df["status"] == EARLY_STOPPED).sum())
     failed = len(trials_df) - len(done) - stopped
     best = "" if done.empty else f"; best ACC {done['acc'].max():.2f}%"
     early = f", {stopped} stopped early (ASHA)" if stopped else ""

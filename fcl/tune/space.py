@@ -54,14 +54,6 @@ def is_grid(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"grid_search"}
 
 
-def with_seeds(space: Space, first_seed: int, count: int) -> Space:
-    """Seeds as one more grid axis: first_seed .. first_seed + count - 1."""
-    if "seed" in space:
-        raise ConfigError("--seeds", count, "the study's space already varies `seed`",
-                          "leave --seeds out for this study")
-    return {**space, "seed": grid(*range(first_seed, first_seed + count))}
-
-
 @functools.cache
 def config_keys() -> frozenset[str]:
     return frozenset(field_types())

@@ -1,0 +1,124 @@
+"""The dry run (`--dry-run`): the trial table and what the study will cost, in training samples
+and, where a CPU rate was measured, in minutes. Runs nothing."""
+from __future__ import annotations
+
+import itertools
+from typing import TextIO
+
+import ray
+import torch
+
+from fcl.config import RunConfig
+from fcl.data.datasets import ImageDataset
+from fcl.tune import cluster, schedulers, space as spaces
+from fcl.tune.plan import StudyPlan
+from fcl.tune.space import Space, describe_value, grid_points, training_samples
+from fcl.tune.study import StudyOutcome
+
+# Samples/s of one trial of resnet_tiny (width 16) on one CPU core of the 2-core machine this
+# was written on, 2 trials at a time: the median `samples_per_s` of the NetTailor trials of
+# the 7 grid studies stored in results/ (Split CIFAR-10, bf16 autocast: 895-1149/s). The dry
+# run scales it by (16 / model.width)^2: LoRA at width 32 measured 207-271/s there, against
+# 250 so scaled. Ray's start of each trial (a few seconds) comes on top.
+CPU_SAMPLES_PER_S = {"resnet_tiny": 1000.0}
+
+# Config keys `training_samples` reads: a searched one changes what a trial costs.
+COST_KEYS = ("rounds", "client.local_epochs", "participation.straggler_prob",
+             "participation.fraction", "data.num_clients", "data.num_tasks",
+             "data.train_per_class")
+
+
+def dry_run(plan: StudyPlan, out: TextIO) -> StudyOutcome:
+    """The trial table and what it will cost; runs nothing."""
+    have, autoscales = ((cluster.local_resources(), False) if plan.address is None
+                        else connected_resources(plan.address))
+    res = plan.resources(have, autoscales)
+    n = cluster.concurrency(have, res, plan.opts.max_concurrent)
+    trials, table = plan_table(plan.space, plan.cfg, plan.opts.num_samples, plan.datasets, n,
+                               res.threads, res.gpus, plan.study.searcher is not None,
+                               plan.trial_seeds)
+    print(f"study {plan.name} (preset {plan.opts.preset}): {res.cpus:g} CPU / {res.gpus:g} GPU "
+          f"per trial\n{table}", file=out)
+    if plan.scheduler is not None:
+        rf = plan.opts.scheduler.reduction_factor
+        print(f"scheduler: {schedulers.describe(plan.scheduler, rf)} (the cost above is the "
+              "most it can take)", file=out)
+    return StudyOutcome(trials)
+
+
+def connected_resources(address: str | None) -> tuple[dict, bool]:
+    """What the cluster at `address` has, and whether it can grow (joined just to ask)."""
+    started = cluster.connect(address)
+    try:
+        return ray.cluster_resources(), cluster.can_autoscale()
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def images_per_task(cfg: RunConfig, ds: ImageDataset) -> float:
+    counts = torch.bincount(ds.train_y)
+    if cfg.data.train_per_class:
+        counts = counts.clamp(max=cfg.data.train_per_class)
+    return float(counts.sum()) / cfg.data.num_tasks
+
+
+def point_cost(point: dict, base: RunConfig, datasets: dict) -> tuple[float, float, dict]:
+    """(mean, max, the costliest values) of the training samples of one trial at grid point
+    `point`: its sampled cost keys at every combination of their representatives (both ends
+    of a range, every choice), so the mean is that of draws spread evenly over the ranges."""
+    fixed = {k: v for k, v in point.items() if not isinstance(v, (spaces.Domain, spaces.Given))}
+    sampled = {k: spaces.representatives(v) for k, v in point.items()
+               if k in COST_KEYS and k not in fixed}
+    costs = []
+    for combo in itertools.product(*sampled.values()):
+        values = dict(zip(sampled, combo))
+        cfg = spaces.resolve(base, {**fixed, **values})
+        ds = datasets[spaces.dataset_key(cfg)]
+        costs.append((training_samples(cfg, images_per_task(cfg, ds)), values))
+    top = max(costs, key=lambda c: c[0])
+    return sum(c for c, _ in costs) / len(costs), top[0], top[1]
+
+
+def trial_lines(space: Space, points: list[dict], searched: bool) -> list[str]:
+    """A search's ranges, one key a line; or a grid's points, one a line under a header."""
+    if searched:
+        return [f"  {k:<30} {describe_value(v)}" for k, v in space.items()]
+    keys = [k for k in space if spaces.is_grid(space[k])]
+    rows = [["#"] + keys] + [[str(i)] + [describe_value(p[k]) for k in keys]
+                             for i, p in enumerate(points)]
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    return ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+
+
+def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
+               concurrent: int, threads: int, gpus: float, searched: bool,
+               seeds_per_trial: int = 1) -> tuple[int, str]:
+    """The dry run: one line per grid point (x num_samples), or the searched ranges, and the
+    expected cost in training samples (and minutes, where a CPU rate is known). Sampled keys
+    are priced over their ranges: the mean of draws spread evenly, and the most they can cost."""
+    points = grid_points(space)
+    trials = num_samples if searched else len(points) * num_samples
+    priced = [point_cost(p, base, datasets) for p in points]
+    scale = trials / len(points) * seeds_per_trial
+    mean, most = sum(p[0] for p in priced) * scale, sum(p[1] for p in priced) * scale
+    repeat = f" x {num_samples} samples" if num_samples > 1 and not searched else ""
+    repeat += f" x {seeds_per_trial} seeds each" if seeds_per_trial > 1 else ""
+    cost = f"{trials} trials{repeat}; {mean:,.0f} training samples in all"
+    costliest = {k: v for p in priced for k, v in p[2].items()}
+    if most > mean:
+        cost += (f" for draws spread evenly over the ranges, at most {most:,.0f} (" +
+                 ", ".join(f"{k}={describe_value(v)}" for k, v in costliest.items()) + ")")
+    rate = CPU_SAMPLES_PER_S.get(base.model.backbone)
+    if rate and not gpus:
+        rate *= (16 / base.model.width) ** 2          # measured at width 16; cost ~ width^2
+        minutes = [_minutes(n / (rate * threads * concurrent) / 60) for n in (mean, most)]
+        upto = f" (at most {minutes[1]})" if most > mean else ""
+        cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time "
+                 f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone} "
+                 f"at width 16 and scaled)")
+    return trials, "\n".join(trial_lines(space, points, searched) + [cost])
+
+
+def _minutes(m: float) -> str:
+    return f"{m:.1f}" if m < 10 else f"{m:.0f}"

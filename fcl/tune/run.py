@@ -1,0 +1,95 @@
+"""`run_study`: the one orchestration loop every study script shares.
+
+    plan_study (no Ray: every check, exit 2 before any trial) -> claim_state (the resume
+    policy) -> fit (Ray Tune: one engine run per trial, reported every round, checkpointed)
+    -> export: results/<study>/{trials,rounds,tasks}.parquet, then study.json (the manifest,
+    their commit marker), written by the driver from the trials' last checkpoints
+
+Tune keeps its state under `--storage` (default `<results>/.tune/<study>`, `fcl.tune.state`);
+`--resume` continues a study whose driver stopped, from that state and the trials' checkpoints.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+from typing import TextIO
+
+import ray
+
+from fcl.config import with_overrides
+from fcl.manifest import write_study_files
+from fcl.results_io import ERROR
+from fcl.tune import cluster, export, progress, state as states
+from fcl.tune.cost import dry_run
+from fcl.tune.plan import StudyPlan, plan_study
+from fcl.tune.searchers import dashboard_command
+from fcl.tune.space import varying_keys
+from fcl.tune.study import Study, StudyOptions, StudyOutcome
+from fcl.tune.tuner import make_tuner
+
+
+def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | None = None
+              ) -> StudyOutcome:
+    """Run (or `--resume`, or `--dry-run`) `study` and export its Parquet and manifest. Returns
+    the counts, the exported frames and Tune's `ResultGrid` (`StudyOutcome`)."""
+    t0 = time.perf_counter()
+    out = out or sys.stdout
+    plan = plan_study(study, opts)
+    if opts.dry_run:
+        return dry_run(plan, out)
+    if plan.address is None and not ray.is_initialized():   # checked before a local Ray starts
+        plan.resources(cluster.local_resources(), False)
+    state = states.claim_state(study.name, opts, study.searcher)   # refuses before Ray starts
+    started = cluster.connect(plan.address)
+    try:
+        res = plan.resources(ray.cluster_resources(), cluster.can_autoscale())
+        if not plan.cfg.run.threads:
+            plan = replace(plan, cfg=with_overrides(plan.cfg, {"run.threads": res.threads}))
+        grid, interrupted = fit(plan, state, res, out)
+        return export_study(plan, grid, interrupted, time.perf_counter() - t0, out)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO):
+    """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted)."""
+    states.enter(state, plan.opts, plan.manifest())
+    if plan.study.searcher == "optuna":
+        print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
+    tuner = make_tuner(plan, state, res, out)
+    with progress.quiet_interrupt() as interrupted:
+        grid = tuner.fit()
+    return grid, bool(interrupted)
+
+
+def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: TextIO
+                 ) -> StudyOutcome:
+    """The study's Parquet from the trials' last checkpoints, then its manifest (both held
+    back if interrupted: they wait for the study to complete, with --resume)."""
+    trials, unfinished = export.outcomes(grid, plan.cfg)
+    frames = export.study_frames(plan.name, plan.opts.preset, trials, varying_keys(plan.space))
+    df = frames["trials"]
+    failed = int((df["status"] == ERROR).sum())
+    counts = (len(grid), len(df) - failed, failed, unfinished)
+    if interrupted:
+        outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True)
+        print(interrupted_line(outcome, plan.opts), file=sys.stderr)
+        return outcome
+    paths = write_study_files(frames, os.path.join(plan.opts.results, plan.name),
+                              plan.manifest())
+    print(export.summary_line(df), file=out)
+    for p in paths:
+        print(f"wrote {p}", file=out)
+    if unfinished:
+        print(f"{unfinished} trials did not finish; run again with --resume", file=out)
+    return StudyOutcome(counts[0], tuple(paths), *counts[1:], wall_s, grid, frames)
+
+
+def interrupted_line(outcome: StudyOutcome, opts: StudyOptions) -> str:
+    command = opts.command or "the same command"
+    resume = command if "--resume" in command.split() else f"{command} --resume"
+    return (f"interrupted: {outcome.finished} of {outcome.trials} trials finished "
+            f"({outcome.unfinished} to go); continue with: {resume}")

@@ -1,0 +1,71 @@
+"""Tune's `Tuner` for a planned study: the trainable bound to the base config and data sets,
+the searcher (Optuna's define-by-run space) or the grid, the scheduler, the trackers and the
+live table; or, with `--resume`, the Tuner restored from the study's state."""
+from __future__ import annotations
+
+from typing import TextIO
+
+from ray import tune
+
+from fcl.tune import cluster, trackers
+from fcl.tune.plan import StudyPlan
+from fcl.tune.progress import Reporter
+from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
+from fcl.tune.space import Space, complete_variants, display_columns
+from fcl.tune.state import TuneState
+from fcl.tune.trainable import train_trial
+
+
+def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO
+               ) -> tune.Tuner:
+    name, opts = plan.name, plan.opts
+    trainable = bound_trainable(plan, res)
+    if opts.resume and state.can_restore:
+        print(f"resuming study {name} from {state.path}", file=out, flush=True)
+        return tune.Tuner.restore(state.path, trainable, resume_unfinished=True,
+                                  resume_errored=opts.retry_errored)
+    search_alg, param_space = None, complete_variants(plan.space, plan.cfg)
+    if plan.study.searcher == "optuna":
+        search_alg = optuna_searcher(name, opts.objective, opts.results, plan.cfg.seed,
+                                     opts.max_concurrent, plan.space)
+        param_space = {}                     # the searcher's define-by-run space holds it all
+    tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
+                                  scheduler=plan.scheduler,
+                                  max_concurrent_trials=opts.max_concurrent, reuse_actors=True)
+    return tune.Tuner(trainable, param_space=param_space, tune_config=tune_config,
+                      run_config=run_config(plan, state))
+
+
+def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
+    """`train_trial` with what every trial shares (the base config, the loaded data sets:
+    shipped once by Ray's object store) and the resources each asks for."""
+    cfg = plan.cfg
+    every = plan.opts.checkpoint_every or max(1, cfg.rounds // 10)
+    return tune.with_resources(
+        tune.with_parameters(train_trial, base=cfg, datasets=plan.datasets,
+                             checkpoint_every=every, seeds=plan.trial_seeds),
+        res.as_dict())
+
+
+def run_config(plan: StudyPlan, state: TuneState) -> tune.RunConfig:
+    opts = plan.opts
+    return tune.RunConfig(
+        name=plan.name, storage_path=state.storage, verbose=1,
+        progress_reporter=progress_reporter(plan.space, plan.study.searcher),
+        callbacks=trackers.callbacks(opts.callbacks, plan.name, opts.results),
+        failure_config=tune.FailureConfig(max_failures=opts.max_failures),
+        # two: a driver killed between a trial's new checkpoint and its experiment snapshot
+        # resumes from the previous one, which must still exist (with one, Tune had already
+        # deleted it: "Could not recover from checkpoint", seen here under load)
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
+
+
+def progress_reporter(space: Space, searcher: str | None) -> Reporter:
+    """Tune's table with the config keys the study varies (a variant axis's keys read from
+    inside it), the Optuna trial number of a search, and the rounds each trial has done."""
+    columns = ({TRIAL_NUMBER: "optuna #"} if searcher == "optuna" else {})
+    columns.update(display_columns(space))
+    return Reporter(
+        parameter_columns=columns,
+        metric_columns={"training_iteration": "rounds done", "acc": "ACC", "bytes": "bytes"},
+        max_report_frequency=30, max_progress_rows=40, max_column_length=16)
