@@ -1,7 +1,7 @@
 """The study presets (`fcl.presets.STUDY_PRESETS`): every study at every preset resolves to the
 base config (and the space with its seeds) it had before the presets became one table, stored
-in tests/tune_base_configs.json (captured from the code before the change); `--help` lists
-every preset a study accepts."""
+in tests/tune_base_configs.json (captured from the code before the change; each base config as
+the keys where it differs from `RunConfig()`); `--help` lists every preset a study accepts."""
 import json
 import runpy
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-from fcl.config import ConfigError  # noqa: E402
+from fcl.config import ConfigError, RunConfig  # noqa: E402
 from fcl.presets import PRESETS, STUDY_PRESETS, study_preset  # noqa: E402
 from fcl.tune import space as spaces  # noqa: E402
 from fcl.tune.cli import build_parser  # noqa: E402
@@ -24,8 +24,8 @@ STUDIES = {s.name: s for s in (runpy.run_path(str(p))["STUDY"]
 
 
 def resolved(study, preset: str) -> dict:
-    """What tests/tune_base_configs.json holds for (study, preset): the flat base config and
-    the space Tune runs (values described), or the one-line error."""
+    """What tests/tune_base_configs.json holds for (study, preset): the base config's keys
+    that differ from the defaults, the space Tune runs (values described), or the error."""
     opts = StudyOptions(preset=preset)
     try:
         cfg = base_config(study, opts)
@@ -37,7 +37,9 @@ def resolved(study, preset: str) -> dict:
                      else spaces.describe_value(v) for k, v in space.items()}
     except ConfigError as e:
         described = {"error": str(e)}
-    return json.loads(json.dumps({"base": cfg.to_flat(), "space": described}, default=str))
+    default = RunConfig().to_flat()
+    base = {k: v for k, v in cfg.to_flat().items() if v != default[k]}
+    return json.loads(json.dumps({"base": base, "space": described}, default=str))
 
 
 def test_every_study_and_preset_is_stored():
