@@ -8,14 +8,20 @@ import pytest
 pytest.importorskip("ray")
 optuna = pytest.importorskip("optuna")
 
-from ray import tune  # noqa: E402
-from ray.tune.search import ConcurrencyLimiter  # noqa: E402
-from ray.tune.search.search_generator import SearchGenerator  # noqa: E402
+from ray import tune
+from ray.tune.search import ConcurrencyLimiter
+from ray.tune.search.search_generator import SearchGenerator
 
-from fcl.tune.searchers import (TRIAL_NUMBER, TUNE_TRIAL_ID, DefineByRun,  # noqa: E402
-                                FclOptunaSearch, optuna_searcher, optuna_study_name,
-                                storage_url)
-from fcl.tune.space import given  # noqa: E402
+from fcl.tune.searchers import (
+    TRIAL_NUMBER,
+    TUNE_TRIAL_ID,
+    DefineByRun,
+    FclOptunaSearch,
+    optuna_searcher,
+    optuna_study_name,
+    storage_url,
+)
+from fcl.tune.space import given
 
 State = optuna.trial.TrialState
 SPACE = {"client.lr": tune.loguniform(0.01, 0.1),
