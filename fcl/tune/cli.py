@@ -115,7 +115,7 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
     p.add_argument("--grace-rounds", type=positive(int),
                    help="asha: no trial is stopped before this round (default: Q, the first "
                         "round of the second phase)")
-    p.add_argument("--reduction-factor", type=positive(float),
+    p.add_argument("--reduction-factor", type=float,         # > 1: fcl.tune.schedulers.check
                    help="asha: keep the top 1/rf of the trials at each rung (> 1; default 4)")
     if searcher is not None:
         p.add_argument("--objective", default="acc", choices=("acc", "pareto"),

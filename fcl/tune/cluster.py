@@ -9,8 +9,10 @@ import sys
 from dataclasses import dataclass
 
 import ray
+import torch
 
 from fcl.config import ConfigError
+from fcl.tune.ray_private import autoscaler_node_groups
 
 
 def connect(address: str | None, num_cpus: int | None = None) -> bool:
@@ -56,23 +58,16 @@ def send_token_if_any() -> None:
 def can_autoscale() -> bool:
     """Whether the connected cluster can add nodes: Ray's cluster launcher leaves
     ~/ray_bootstrap_config.yaml on the head (what Tune itself checks), and an autoscaler
-    (KubeRay, autoscaler v2) publishes node groups that may grow in the cluster config. Ray
-    has no public call for the latter, so a Ray without it reads as "cannot autoscale"."""
+    (KubeRay, autoscaler v2) publishes node groups that may grow in the cluster config (read
+    through Ray's private state: `fcl.tune.ray_private`)."""
     if os.path.exists(os.path.expanduser("~/ray_bootstrap_config.yaml")):
         return True
-    try:
-        import ray._private.state
-        config = ray._private.state.state.get_cluster_config()
-    except Exception:                                   # noqa: BLE001  (no such call: no)
-        return False
-    groups = getattr(config, "node_group_configs", None) or []
-    return any(g.max_count == -1 or g.max_count > g.min_count for g in groups
-               if g.resources and g.max_count != 0)
+    return any(g.max_count == -1 or g.max_count > g.min_count
+               for g in autoscaler_node_groups() if g.resources and g.max_count != 0)
 
 
 def local_resources() -> dict:
     """What a local Ray would find here, without starting one (for `--dry-run`)."""
-    import torch
     return {"CPU": len(os.sched_getaffinity(0)), "GPU": torch.cuda.device_count()}
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ray.tune.schedulers import ASHAScheduler
+
 from fcl.config import ConfigError
 
 SCHEDULERS = ("fifo", "asha")
@@ -44,8 +46,8 @@ def check(opts: SchedulerOptions, study: str, early_stopping: bool) -> None:
         raise ConfigError("--scheduler", opts.name, f"study {study} is a grid whose figure "
                           "needs every trial's final value", "fifo (ASHA is for searches, "
                           "e.g. studies/search.py)")
-    if opts.grace_rounds is not None and opts.grace_rounds < 1:
-        raise ConfigError("--grace-rounds", opts.grace_rounds, "out of range", ">= 1")
+    # --grace-rounds >= 1 is argparse's check (fcl.tune.cli); its upper bound, the longest
+    # trial, is make_scheduler's
     if opts.reduction_factor is not None and not opts.reduction_factor > 1:
         raise ConfigError("--reduction-factor", opts.reduction_factor, "out of range", "> 1")
 
@@ -56,7 +58,6 @@ def make_scheduler(opts: SchedulerOptions, rounds_per_phase: int, max_rounds: in
     past the last round index: a trial always ends by finishing, never by that rule."""
     if opts.name == "fifo":
         return None
-    from ray.tune.schedulers import ASHAScheduler
     grace = opts.grace_rounds if opts.grace_rounds is not None else rounds_per_phase
     if grace >= max_rounds:
         raise ConfigError("--grace-rounds", grace, f"no trial runs past round {max_rounds - 1}",
