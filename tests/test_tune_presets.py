@@ -64,10 +64,11 @@ def test_a_family_starts_from_its_own_run_preset_at_its_own_sizes():
         Study("x", {}, family="flocorra")
 
 
-def test_help_lists_every_preset_and_what_a_family_runs():
+def test_help_lists_every_preset_and_what_a_family_runs(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")            # argparse wraps at hyphens otherwise
     text = " ".join(build_parser(STUDIES["flocora_rank_alpha"]).format_help().split())
     for name in STUDY_PRESETS:
         assert name in text
-    assert "local (a laptop; runs flocora-local)" in text
+    assert "local (runs flocora-local), paper (runs flocora)," in text
     grid_help = " ".join(build_parser(STUDIES["ablation_lr"]).format_help().split())
     assert "local (a laptop)," in grid_help and "(default: 1 at smoke, else 3)" in grid_help

@@ -47,12 +47,11 @@ def non_negative_float(text: str) -> float:
 
 
 def presets_help(family: str | None) -> str:
-    """Every study preset (`fcl.presets.STUDY_PRESETS`), with what it is for and, for a
-    family's study, the run preset it starts from."""
+    """Every study preset (`fcl.presets.STUDY_PRESETS`), with what it is for, or, for a
+    family's study, the run preset it starts from there."""
     def one(name, p):
-        notes = [n for n in (p.what, f"runs {p.families[family]}" if family in p.families
-                             else "") if n]
-        return name + (f" ({'; '.join(notes)})" if notes else "")
+        note = f"runs {p.families[family]}" if family in p.families else p.what
+        return name + (f" ({note})" if note else "")
     return ("trial size: " + ", ".join(one(n, p) for n, p in STUDY_PRESETS.items()) +
             "; default: local")
 
