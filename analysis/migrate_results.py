@@ -1,6 +1,7 @@
-"""Migrate stored study results from schema 1 to schema 2, in place (atomic writes).
+"""Bring stored study results up to today's contract, in place (atomic writes): schema 1 to
+schema 2, then the manifest (`study.json`) of every study stored without one.
 
-    python analysis/migrate_results.py results/            # every study folder below it
+    python -m analysis migrate results/            # every study folder below it
 
 Schema 1 stored rounds.parquet as one row per trial x round x task. Schema 2 (`fcl.results_io`)
 splits it: rounds.parquet one row per trial x round, tasks.parquet one row per trial x round x
@@ -13,23 +14,27 @@ left null, never invented:
 - config keys added after the run (e.g. `compression.payload`, `model.norm_groups`,
   `model.node_relu`) are null: those runs predate the keys (their behaviour is the one the
   commit in `fcl_git` had).
-A folder already at schema 2 is left as it is.
+A folder already at schema 2 is left as it is. Then, in a folder without `study.json`, the
+manifest is built from the study's declaration (`studies/<name>.py`) and its stored trials
+(`analysis/stored_manifest.py`: what comes from where), and written last, with every Parquet
+file's rows and sha256; a folder that has one keeps it. The stored Parquet is never rewritten
+for the manifest.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):     # run as `python analysis/migrate_results.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from fcl.records import TaskRecord, columns  # noqa: E402
-from fcl.results_io import (SCHEMA_VERSION, config_types, round_types, task_types,  # noqa: E402
-                            typed, write_parquet_atomic)
+from fcl.cli_args import EXIT_USAGE
+from fcl.manifest import read_manifest
+from fcl.records import TaskRecord, columns
+from fcl.results_io import (SCHEMA_VERSION, config_types, round_types, study_trial_types,
+                            task_types, typed, write_parquet_atomic)
 
 NULLABLE = {"int64": "Int64", "bool": "boolean", "float64": "float64", "string": "string"}
 
@@ -76,7 +81,6 @@ def migrate_folder(folder: Path) -> bool:
     trials = pd.read_parquet(trials_path)
     if int(trials["schema_version"].max()) >= SCHEMA_VERSION:
         return False
-    from fcl.results_io import study_trial_types as trial_types
     if rounds_path.is_file() and int(pd.read_parquet(rounds_path)["schema_version"].max()) == 1:
         rounds, tasks = split_rounds(pd.read_parquet(rounds_path))
         rounds, tasks = (df.assign(schema_version=SCHEMA_VERSION) for df in (rounds, tasks))
@@ -85,17 +89,32 @@ def migrate_folder(folder: Path) -> bool:
         write_parquet_atomic(typed(rounds, nullable_where_missing(rounds, round_types())),
                              str(rounds_path))
     trials = trials.assign(schema_version=SCHEMA_VERSION)
-    write_parquet_atomic(typed(trials, nullable_where_missing(trials, trial_types())),
+    write_parquet_atomic(typed(trials, nullable_where_missing(trials, study_trial_types())),
                          str(trials_path))
     return True
 
 
-def main(argv: list[str]) -> int:
-    root = Path(argv[0] if argv else "results")
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        print(f"{folder}: {'migrated to schema 2' if migrate_folder(folder) else 'unchanged'}")
+def main(argv: list[str] | None = None, prog: str = "python -m analysis migrate") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="?", type=Path, default=Path("results"),
+                   help="folder with <study>/trials.parquet (default: results/)")
+    p.add_argument("--studies", type=Path, default=None,
+                   help="where studies/<name>.py are (default: the repo's studies/)")
+    args = p.parse_args(argv)
+    if not args.results.is_dir():
+        print(f"error: {args.results}: not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    # The manifest step reads the study scripts, which import Ray: imported here, only for it.
+    from analysis.stored_manifest import STUDIES, write_stored_manifest
+    studies = args.studies or STUDIES
+    for folder in sorted(p for p in args.results.iterdir()
+                         if (p / "trials.parquet").is_file() and not p.name.startswith(".")):
+        schema = "migrated to schema 2" if migrate_folder(folder) else "schema 2"
+        if read_manifest(folder) is not None:
+            manifest = "study.json kept"
+        elif not (studies / f"{folder.name}.py").is_file():
+            manifest = f"no {studies / folder.name}.py: no study.json written"
+        else:
+            manifest = f"{write_stored_manifest(folder, studies)} written"
+        print(f"{folder}: {schema}; {manifest}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

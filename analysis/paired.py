@@ -2,29 +2,25 @@
 seed, so that the spread between seeds (a seed fixes the partition and the initialisation of
 every setting alike) cancels out of the comparison.
 
-    python analysis/paired.py flocora_quantization --ref compression.bits=32
-    python analysis/paired.py flocora_rank_alpha --ref model.adapter=full --value acc bwt_f
+    python -m analysis paired flocora_quantization --ref compression.bits=32
+    python -m analysis paired flocora_rank_alpha --ref model.adapter=full --value acc bwt_f
 
-For every setting (the study's varying config keys, seed aside) it prints, per value, the mean
-of (setting - reference) over the seeds both ran, its 95% t-interval half-width and the number of
-seeds, as a Markdown table. The reference must match one setting.
+For every setting (the config keys the study's manifest says it varies, seed aside) it prints,
+per value, the mean of (setting - reference) over the seeds both ran, its 95% t-interval
+half-width and the number of seeds, as a Markdown table. The reference must match one setting.
 """
 from __future__ import annotations
 
 import argparse
 import math
 import sys
-from pathlib import Path
 
 import pandas as pd
 
-if __package__ in (None, ""):     # run as `python analysis/paired.py`: import from the repo root
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from analysis.seed_stats import t975  # noqa: E402
-from analysis.study_tables import (MissingStudy, SchemaError, fmt_value, load_study,  # noqa: E402
+from analysis.seed_stats import t975
+from analysis.study_tables import (MissingStudy, SchemaError, fmt_value, load_study,
                                    varying_settings)
-from fcl.cli_args import EXIT_USAGE  # noqa: E402
+from fcl.cli_args import EXIT_USAGE
 
 
 def matches(column: pd.Series, text: str) -> pd.Series:
@@ -39,10 +35,12 @@ def matches(column: pd.Series, text: str) -> pd.Series:
     return column.astype(str) == text
 
 
-def paired(trials: pd.DataFrame, ref: dict[str, str], values: list[str]) -> pd.DataFrame:
+def paired(trials: pd.DataFrame, ref: dict[str, str], values: list[str],
+           study_keys: tuple[str, ...] | None = None) -> pd.DataFrame:
     """One row per setting other than the reference: for each value, mean / ci95 / n of the
-    per-seed difference to the reference."""
-    keys = varying_settings(trials)             # seeds are what the pairs are made of
+    per-seed difference to the reference. `study_keys`: the keys the study varies
+    (`Study.settings`; None: every config column that varies)."""
+    keys = varying_settings(trials, keys=study_keys)    # seeds are what the pairs are made of
     unknown = [k for k in ref if k not in trials.columns]
     if unknown:
         raise ValueError(f"--ref {unknown[0]}: not a column of trials.parquet; allowed: "
@@ -84,8 +82,8 @@ def markdown(table: pd.DataFrame, values: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m analysis paired") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("study", help="a study stored under --results (e.g. flocora_quantization)")
     p.add_argument("--ref", nargs="+", required=True, metavar="KEY=VALUE",
                    help="the reference setting, by the config keys that pick it out")
@@ -103,13 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             raise ValueError(f"--value {bad[0]}: not a column of trials.parquet; allowed: "
                              "acc, bwt_f, ...")
-        table = paired(study.trials, ref, args.value)
+        table = paired(study.trials, ref, args.value, study.settings)
     except (MissingStudy, SchemaError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     print(markdown(table, args.value))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

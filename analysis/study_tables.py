@@ -8,6 +8,13 @@ columns beside the task's (schema 1 stored exactly that in rounds.parquet; schem
 here, the task's `reports` named `task_reports` and its cosines kept over the round's means).
 Nothing here trains or imports Ray: analysis is a function of these files.
 
+Beside them, `study.json` (`fcl.manifest.Manifest`) says what the study was: its doc, searcher,
+the config keys it varies, preset, data set and commit. `load_study` reads it (and checks the
+Parquet files against its hashes), so the figures and the dashboard take the study's settings
+from it instead of re-inferring them; a folder without one (results written before manifests)
+still loads, its settings inferred from the columns (every config column that takes several
+values).
+
 Trials that failed (status ERROR, or no final ACC) are left out of every figure; how many were
 left out is kept so the caller can say so.
 """
@@ -20,7 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fcl.results_io import ERROR, SCHEMA_VERSION  # the newest schema this code reads
+from fcl.manifest import Manifest, ManifestError, dataset_label, read_manifest, verify
+from fcl.results_io import ERROR, OPTUNA_COLUMN, SCHEMA_VERSION  # the newest schema this code reads
 from fcl.results_io import REQUIRED_ROUND_COLUMNS as ROUND_COLUMNS_V2
 from fcl.results_io import REQUIRED_ROUND_COLUMNS_V1 as ROUND_COLUMNS
 from fcl.results_io import REQUIRED_TASK_COLUMNS as TASK_COLUMNS
@@ -41,22 +49,53 @@ class Study:
     trials: pd.DataFrame             # completed trials only, plus a `dataset` column
     rounds: pd.DataFrame | None      # rows of completed trials; None when rounds.parquet is absent
     failed: int = 0                  # trials left out (status ERROR or no ACC)
+    manifest: Manifest | None = None     # study.json; None for results stored before manifests
 
     def need_rounds(self, figure: str) -> pd.DataFrame:
         if self.rounds is None:
             raise MissingStudy(f"{figure}: {self.folder / 'rounds.parquet'} not found; skipped")
         return self.rounds
 
+    @property
+    def settings(self) -> tuple[str, ...] | None:
+        """The config keys the study varies (the manifest's); None: infer from the columns."""
+        return self.manifest.varying if self.manifest else None
+
+    def varying(self, df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
+        return varying_settings(df, exclude, self.settings)
+
+    def facets(self, df: pd.DataFrame, axes: tuple[str, ...]) -> list[tuple[str, pd.DataFrame]]:
+        return facets(df, axes, self.settings)
+
+    @property
+    def is_search(self) -> bool:
+        """Drawn by a searcher (Optuna); without a manifest: its trials carry Optuna numbers."""
+        if self.manifest is not None:
+            return self.manifest.searcher is not None
+        return OPTUNA_COLUMN in self.trials and self.trials[OPTUNA_COLUMN].notna().any()
+
+    @property
+    def doc(self) -> str:
+        """The first paragraph of the study script's docstring, as one line."""
+        doc = self.manifest.doc if self.manifest else ""
+        return " ".join(doc.strip().split("\n\n")[0].split())
+
+    def drawn_from(self, dataset: str | None = None) -> str:
+        """`preset cifar10-local · data set cifar10 · commit f9fe6bc`: what the study (or its
+        data set `dataset`) was drawn from: the manifest's; without one, the trials' columns."""
+        if self.manifest is not None:
+            preset, stored, commit = (self.manifest.preset, self.manifest.dataset,
+                                      self.manifest.fcl_git)
+        else:
+            preset, stored, commit = (", ".join(sorted(self.trials[c].dropna().astype(str)
+                                                       .unique())) if c in self.trials else ""
+                                      for c in ("preset", "dataset", "fcl_git"))
+        return (f"preset {preset or '?'} · data set {dataset or stored or '?'} · "
+                f"commit {commit or '?'}")
+
 
 class MissingStudy(LookupError):
     """A study (or the part of it a figure needs) is not stored: skip, with this one line."""
-
-
-def dataset_label(name: str, root: str) -> str:
-    """`npz` data sets are named after their file (cifar10.npz -> cifar10)."""
-    if name == "npz" and isinstance(root, str) and root:
-        return Path(root).name.split(".")[0]
-    return name
 
 
 def _read(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
@@ -107,6 +146,7 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
     trials["dataset"] = [dataset_label(n, r) for n, r in zip(
         trials.get("data.name", pd.Series("?", index=trials.index)),
         trials.get("data.root", pd.Series("", index=trials.index)))]
+    manifest = checked_manifest(folder)
     rounds = per_task_rounds(folder)
     if rounds is not None:
         rounds = rounds[rounds["trial_id"].isin(trials["trial_id"])]
@@ -114,7 +154,20 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
         settings = [c for c in trials.columns if is_config_key(c) or c == "dataset"]
         missing = [c for c in settings if c not in rounds.columns]
         rounds = rounds.merge(trials[["trial_id", *missing]], on="trial_id", how="left")
-    return Study(name, folder, trials.reset_index(drop=True), rounds, failed)
+    return Study(name, folder, trials.reset_index(drop=True), rounds, failed, manifest)
+
+
+def checked_manifest(folder: Path) -> Manifest | None:
+    """The folder's manifest, its files checked against their hashes (SchemaError on a
+    mismatch: Parquet replaced or half-written after it); None where there is none."""
+    try:
+        manifest = read_manifest(folder)
+    except ManifestError as bad:
+        raise SchemaError(str(bad)) from None
+    problems = verify(folder, manifest) if manifest is not None else []
+    if problems:
+        raise SchemaError(problems[0])
+    return manifest
 
 
 def is_config_key(column: str) -> bool:
@@ -127,19 +180,29 @@ def require(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> None:
         raise SchemaError(f"{where}: missing column(s) {', '.join(missing)}")
 
 
-def varying_settings(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
-    """Config keys that take more than one value across the trials (seeds and the figure's own
-    axes excluded); the data set counts as one setting."""
-    keys = [c for c in df.columns if (is_config_key(c) or c == "dataset")
-            and c not in NOT_A_SETTING and c not in exclude]
-    return [k for k in keys if df[k].nunique(dropna=False) > 1]
+def varying_settings(df: pd.DataFrame, exclude: tuple[str, ...] = (),
+                     keys: tuple[str, ...] | None = None) -> list[str]:
+    """The settings that take more than one value across these trials, in column order: the
+    config keys the study varies (`keys`: its manifest's `varying`; None: every config
+    column, for results without a manifest) and the data set; seeds, plumbing (`NOT_A_SETTING`)
+    and the figure's own axes (`exclude`) left out."""
+    def candidate(column: str) -> bool:
+        if column == "dataset":
+            return True
+        if column in NOT_A_SETTING:
+            return False
+        return column in keys if keys is not None else is_config_key(column)
+
+    cols = [c for c in df.columns if candidate(c) and c not in exclude]
+    return [k for k in cols if df[k].nunique(dropna=False) > 1]
 
 
-def facets(df: pd.DataFrame, axes: tuple[str, ...]) -> list[tuple[str, pd.DataFrame]]:
+def facets(df: pd.DataFrame, axes: tuple[str, ...], keys: tuple[str, ...] | None = None
+           ) -> list[tuple[str, pd.DataFrame]]:
     """Split the trials by every varying setting that is not one of the figure's axes, so a
     figure never averages over a setting silently: one panel per combination, titled
     `key=value, ...` (a single untitled panel when nothing else varies)."""
-    extra = varying_settings(df, exclude=axes)
+    extra = varying_settings(df, exclude=axes, keys=keys)
     if not extra:
         return [("", df)]
     out = []

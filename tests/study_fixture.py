@@ -1,13 +1,15 @@
 """Small real study results for the analysis tests, written without Ray: tiny engine runs
 (2 tasks, 4 rounds, 20 images per class) stored with `fcl.results_io.trial_row`,
 `trial_rounds_frame` and `trial_tasks_frame`, as a study exports them, under a temporary
-results/ folder.
+results/ folder, each with its manifest (`study.json`, written last: the keys the fixture
+varies, the smoke preset, the doc of the study script of the same name).
 
 Built once per test session (memoised: several test modules share it); a run whose config
 appears in several studies (the defaults) is run once.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import itertools
 import tempfile
@@ -18,7 +20,9 @@ import pytest
 import torch
 
 from fcl.engine import prepare_data, run
+from fcl.manifest import Manifest, dataset_label, write_manifest
 from fcl.presets import preset
+from fcl.results_io import EARLY_STOPPED
 from fcl.results_io import trial_rounds_frame, trial_row, trial_tasks_frame, write_parquet_atomic
 
 TINY = {"rounds": 4, "data.num_tasks": 2, "data.train_per_class": 20, "data.test_per_class": 10,
@@ -53,6 +57,25 @@ FLOCORA_QUANT = [{"model.adapter": "lora", "model.lora_rank": 4, "model.lora_alp
                   "compression.bits": b} for b in (32, 8, 2)]
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
+def script_doc(name: str) -> str:
+    return ast.get_docstring(ast.parse((REPO / "studies" / f"{name}.py").read_text())) or ""
+
+
+def fixture_manifest(name: str, settings: list[dict], searcher: str | None = None,
+                     seeds: tuple[int, ...] = SEEDS) -> Manifest:
+    """What the export would write for the fixture's study: every key its settings set."""
+    cfg = preset("smoke", TINY)
+    varying = tuple(dict.fromkeys(k for setting in settings for k in setting))
+    return Manifest(name, "smoke", dataset_label(cfg.data.name, cfg.data.root), cfg.to_flat(),
+                    doc=script_doc(name), searcher=searcher, varying=varying,
+                    axes={k: [k] for k in varying}, seeds=seeds,
+                    num_samples=len(settings) if searcher else 1,
+                    command="tests/study_fixture.py", fcl_git="fixture")
+
+
 @functools.cache
 def build_results() -> Path:
     threads = torch.get_num_threads()
@@ -76,13 +99,16 @@ def _build(root: Path) -> Path:
             run_cache[key] = run(cfg, data=data_cache[dkey])
         return cfg, run_cache[key]
 
-    def write_tables(name: str, rows: list[dict], finished: list[tuple[str, object]]):
-        """trials.parquet from `rows`; rounds and tasks from the (trial_id, result) pairs."""
+    def write_tables(name: str, rows: list[dict], finished: list[tuple[str, object]],
+                     manifest: Manifest):
+        """trials.parquet from `rows`; rounds and tasks from the (trial_id, result) pairs;
+        then the manifest."""
         write_parquet_atomic(pd.DataFrame(rows), str(root / name / "trials.parquet"))
         for table, frame in (("rounds", trial_rounds_frame), ("tasks", trial_tasks_frame)):
             write_parquet_atomic(pd.concat([frame(name, tid, res) for tid, res in finished],
                                            ignore_index=True),
                                  str(root / name / f"{table}.parquet"))
+        write_manifest(root / name, manifest)
 
     def write_study(name: str, settings: list[dict]):
         rows, finished = [], []
@@ -91,7 +117,7 @@ def _build(root: Path) -> Path:
             trial_id = f"{name}_{i:05d}"
             rows.append(trial_row(name, trial_id, result, cfg.to_flat()))
             finished.append((trial_id, result))
-        write_tables(name, rows, finished)
+        write_tables(name, rows, finished, fixture_manifest(name, settings))
 
     def write_search():
         rows, finished = [], []
@@ -103,13 +129,13 @@ def _build(root: Path) -> Path:
             if number in SEARCH_STOPPED:
                 seen = [r["mean_acc"] for r in result.records[:2] if r["evaluated"]]
                 rows.append({**trial_row("search", trial_id, None, cfg.to_flat(),
-                                         "EARLY_STOPPED"), **tune, "round_reached": 1,
+                                         EARLY_STOPPED), **tune, "round_reached": 1,
                              "acc_reached": seen[-1] if seen else 50.0})
                 continue
             rows.append({**trial_row("search", trial_id, result, cfg.to_flat()), **tune,
                          "round_reached": cfg.rounds - 1, "acc_reached": result.summary["acc"]})
             finished.append((trial_id, result))
-        write_tables("search", rows, finished)
+        write_tables("search", rows, finished, fixture_manifest("search", SEARCH, "optuna", (0,)))
 
     for name, settings in {**STUDIES, "flocora_rank_alpha": FLOCORA_RANK_ALPHA,
                            "flocora_quantization": FLOCORA_QUANT}.items():

@@ -1,9 +1,12 @@
-"""analysis/dashboard.py: one self-contained HTML page, opened in headless Chromium (which
-also takes a screenshot of every view into the test's output folder)."""
+"""analysis/dashboard/ (`python -m analysis dashboard`): one self-contained HTML page, opened
+in headless Chromium (which also takes a screenshot of every view into the test's output
+folder); what each study shows is decided from its manifest."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,8 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.dashboard import main, render_page, study_views
+from analysis.dashboard.page import main, render_page
+from analysis.dashboard.views import study_views
 from analysis.study_tables import load_study
+from fcl.manifest import read_manifest, write_manifest
 from study_fixture import study_results  # noqa: F401  (the session fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -125,7 +130,7 @@ def test_a_search_is_shown_as_a_search_with_its_stopped_trials(study_results):
 
 
 def test_best_so_far_is_the_running_max_of_finished_trials_only():
-    from analysis.dashboard_search import search_charts
+    from analysis.dashboard.search import search_charts
     raw = pd.DataFrame({
         "optuna_trial": [0, 1, 2, 3, 4, 5], "seed": 0, "client.lr": [.1, .2, .3, .4, .5, .6],
         "status": ["TERMINATED", "EARLY_STOPPED", "TERMINATED", "TERMINATED", "EARLY_STOPPED",
@@ -143,6 +148,41 @@ def test_flocora_views_have_a_pareto_chart(study_results):
     for name in ("flocora_rank_alpha", "flocora_quantization"):
         (view,) = study_views(load_study(study_results, name))
         assert "bytes" in view.charts[-1]["layout"]["title"]["text"]
+
+
+def test_every_view_header_says_its_preset_data_set_and_commit(page, study_results):
+    text = page.read_text()
+    heads = re.findall(r'<h2>([^<]*)</h2><p class="source">([^<]*)</p>', text)
+    assert len(heads) == len(list(study_results.iterdir()))
+    for title, source in heads:
+        manifest = read_manifest(study_results / title.split(" · ")[0])
+        assert source == (f"preset {manifest.preset} · data set {manifest.dataset} · "
+                          f"commit {manifest.fcl_git}")
+
+
+def test_charts_follow_the_manifest_not_the_study_name(study_results, tmp_path):
+    """Bytes against ACC where the manifest says the study compares messages, whatever the
+    folder is called; a study named flocora_* that varies no message key gets none."""
+    for folder, source in (("renamed", "flocora_quantization"), ("flocora_lr", "ablation_lr")):
+        shutil.copytree(study_results / source, tmp_path / folder)
+    titles = {name: [c["layout"]["title"]["text"] for c in
+                     study_views(load_study(tmp_path, name))[0].charts]
+              for name in ("renamed", "flocora_lr")}
+    assert any("bytes" in t for t in titles["renamed"])
+    assert not any("bytes" in t for t in titles["flocora_lr"])
+    manifest = read_manifest(tmp_path / "flocora_lr")
+    write_manifest(tmp_path / "flocora_lr", dataclasses.replace(
+        manifest, base={**manifest.base, "model.adapter": "lora"}))     # a LoRA base config
+    (view,) = study_views(load_study(tmp_path, "flocora_lr"))
+    assert "bytes" in view.charts[-1]["layout"]["title"]["text"]
+
+
+def test_a_search_is_told_by_its_manifest(study_results, tmp_path):
+    shutil.copytree(study_results / "search", tmp_path / "search")
+    manifest = read_manifest(tmp_path / "search")
+    write_manifest(tmp_path / "search", dataclasses.replace(manifest, searcher=None))
+    (view,) = study_views(load_study(tmp_path, "search"))
+    assert "Optuna trials" not in view.title             # declared a grid: shown as one
 
 
 def test_no_results_is_one_error_line(tmp_path, capsys):

@@ -1,5 +1,6 @@
-"""analysis/drift_figures.py: method labels of the drift_correction study, its figure's numbers
-(mean and 95% t-interval over seeds, worked by hand) and its dashboard charts."""
+"""The drift_correction study's method labels (analysis/labels.py), its figure's numbers (mean
+and 95% t-interval over seeds, worked by hand: analysis/figures/drift_correction.py) and its
+dashboard charts (analysis/dashboard/methods.py), chosen by the study's variant axis."""
 import math
 import os
 import runpy
@@ -7,10 +8,14 @@ import runpy
 import pandas as pd
 import pytest
 
-from analysis.dashboard import study_views
-from analysis.drift_figures import dashboard_charts, drift_correction, method_label
+from analysis.dashboard.methods import method_charts
+from analysis.dashboard.views import study_views
+from analysis.figures.drift_correction import drift_correction
+from analysis.labels import method_label
+from analysis.methods import METHOD_KEYS
 from analysis.study_tables import load_study
 from fcl.config import RunConfig
+from fcl.manifest import Manifest, write_manifest
 from fcl.tune.space import grid_points, trial_overrides, with_overrides
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,10 +75,25 @@ def test_figure_draws_mean_and_t_interval_over_seeds(stored, tmp_path):
 
 
 def test_dashboard_tab_shows_methods_per_order(stored):
-    charts = dashboard_charts(load_study(stored, "drift_correction").trials)
+    charts = method_charts(load_study(stored, "drift_correction").trials)
     assert len(charts) == 2
     for chart in charts:
         assert [t.name for t in chart.data] == ["Async FCL", "Sync FCL"]
         assert sorted(chart.data[0].x) == sorted(LABELS)
     views = study_views(load_study(stored, "drift_correction"))
     assert len(views) == 1 and len(views[0].charts) == 2
+
+
+@pytest.mark.parametrize("axes, methods", [
+    ({"method": list(METHOD_KEYS), "schedule.order": ["schedule.order"]}, True),
+    ({k: [k] for k in (*METHOD_KEYS, "schedule.order")}, False)])
+def test_method_charts_where_one_axis_sets_client_and_server_together(stored, axes, methods):
+    """The manifest decides: one variant axis setting client.algorithm and server.optimizer
+    makes a comparison of methods; the same keys as separate axes are plain settings."""
+    varying = tuple(k for keys in axes.values() for k in keys)
+    write_manifest(stored / "drift_correction", Manifest(
+        "drift_correction", "local", "fashion_mnist_bundled", RunConfig().to_flat(),
+        varying=varying, axes=axes, seeds=(0, 1, 2)))
+    (view,) = study_views(load_study(stored, "drift_correction"))
+    titles = [c["layout"]["title"]["text"] for c in view.charts]
+    assert any("per method" in t for t in titles) == methods

@@ -1,5 +1,5 @@
-"""analysis/figures.py: every figure/table from real (tiny) study Parquet, numbers checked
-against the fixture, skipping and schema errors."""
+"""analysis/figures/ (`python -m analysis figures`): every figure/table from real (tiny) study
+Parquet, numbers checked against the fixture, skipping and schema errors, the manifest read."""
 from __future__ import annotations
 
 import math
@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import fcl_figures, fcl_tables, flocora_figures
-from analysis.figures import FIGURES, main, make_figure
+from analysis.figures import fcl_paper, fcl_paper_tables, flocora
+from analysis.figures.catalog import FIGURES, main, make_figure
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import MissingStudy, SchemaError, load_study
+from fcl.manifest import read_manifest, write_manifest
+from fcl.results_io import ERROR
 from study_fixture import STUDIES, study_results  # noqa: F401  (the session fixture)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,6 +25,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _trials(results: Path, study: str) -> pd.DataFrame:
     return pd.read_parquet(results / study / "trials.parquet")
+
+
+def restamp(folder: Path) -> None:
+    """The folder's manifest rewritten with its files' new hashes (a test edited them)."""
+    write_manifest(folder, read_manifest(folder))
 
 
 FIXTURE_STUDIES = {*STUDIES, "flocora_rank_alpha", "flocora_quantization"}
@@ -58,11 +65,9 @@ def test_seed_summary_t_interval_by_hand():
 
 def test_bands_stay_inside_the_range_of_their_metric():
     """A cosine distance near 0 with a wide seed interval: its band stops at 0, not below."""
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analysis.curves import VALUE_RANGE, draw_band
+    from analysis.figures.curves import VALUE_RANGE, draw_band
     stats = pd.DataFrame({"round": [0, 1, 2], "mean": [0.001, 0.01, 0.002],
                           "ci95": [0.02, 0.05, 0.01]})
     fig, ax = plt.subplots()
@@ -75,7 +80,7 @@ def test_bands_stay_inside_the_range_of_their_metric():
 
 
 def test_fig5a_heatmap_cells_equal_fixture_means(study_results, tmp_path):
-    produced = fcl_figures.fig5a(load_study(study_results, "ablation_lr"), tmp_path)
+    produced = fcl_paper.fig5a(load_study(study_results, "ablation_lr"), tmp_path)
     trials = _trials(study_results, "ablation_lr")
     for metric in ("acc", "bwt_f"):
         want = trials.groupby(["server.lr", "client.lr"])[metric].mean().unstack()
@@ -93,7 +98,8 @@ def test_heatmap_cells_on_numbers_worked_by_hand(study_results, tmp_path):
     trials["acc"] = 10.0 * cell + 2.0 * trials["seed"]
     trials["bwt_f"] = -(cell + 1.0) - trials["seed"]
     trials.to_parquet(folder / "trials.parquet")
-    produced = fcl_figures.fig5e(load_study(tmp_path / "results", "stragglers"), tmp_path)
+    restamp(folder)
+    produced = fcl_paper.fig5e(load_study(tmp_path / "results", "stragglers"), tmp_path)
     assert produced.panels["acc"].to_numpy().tolist() == [[1.0, 11.0]]
     assert produced.panels["bwt_f"].to_numpy().tolist() == [[-1.5, -2.5]]
     stds = produced.data[produced.data["metric"] == "acc"]["std"]
@@ -101,7 +107,7 @@ def test_heatmap_cells_on_numbers_worked_by_hand(study_results, tmp_path):
 
 
 def test_fig5d_shows_iid_as_alpha_inf_first(study_results, tmp_path):
-    produced = fcl_figures.fig5d(load_study(study_results, "noniid"), tmp_path)
+    produced = fcl_paper.fig5d(load_study(study_results, "noniid"), tmp_path)
     assert list(produced.panels["acc"].columns) == [math.inf, 1.0]
     trials = _trials(study_results, "noniid")
     iid = trials[trials["data.partition"] == "iid"]["acc"].mean()
@@ -109,7 +115,7 @@ def test_fig5d_shows_iid_as_alpha_inf_first(study_results, tmp_path):
 
 
 def test_fig3a_bars_are_last_round_task_accuracy(study_results, tmp_path):
-    produced = fcl_figures.fig3a(load_study(study_results, "task_order"), tmp_path)
+    produced = fcl_paper.fig3a(load_study(study_results, "task_order"), tmp_path)
     rounds = pd.read_parquet(study_results / "task_order" / "tasks.parquet")
     last = rounds[rounds["round"] == rounds["rounds"] - 1]
     want = last.groupby(["schedule.order", "task"])["accuracy"].mean()
@@ -119,21 +125,21 @@ def test_fig3a_bars_are_last_round_task_accuracy(study_results, tmp_path):
 
 
 def test_fig4_follows_task_0_for_fedsgd_and_fedadam_only(study_results, tmp_path):
-    for fig in (fcl_figures.fig4a, fcl_figures.fig4b):
+    for fig in (fcl_paper.fig4a, fcl_paper.fig4b):
         produced = fig(load_study(study_results, "optimizers"), tmp_path)
         assert set(produced.data["server.optimizer"]) == {"fedsgd", "fedadam"}
     rounds = pd.read_parquet(study_results / "optimizers" / "tasks.parquet")
     one = rounds[(rounds["task"] == 0) & (rounds["server.optimizer"] == "fedsgd")
                  & (rounds["server.lr"] == 1.0)].dropna(subset=["accuracy"])
     want = one.groupby("round")["accuracy"].mean()
-    produced = fcl_figures.fig4a(load_study(study_results, "optimizers"), tmp_path)
+    produced = fcl_paper.fig4a(load_study(study_results, "optimizers"), tmp_path)
     d = produced.data
     got = d[(d["server.optimizer"] == "fedsgd") & (d["server.lr"] == 1.0)].set_index("round")
     pd.testing.assert_series_equal(got["mean"], want, check_names=False)
 
 
 def test_table3_numbers_and_top_two_match_fixture(study_results, tmp_path):
-    fcl_tables.table3(load_study(study_results, "optimizers"), tmp_path)
+    fcl_paper_tables.table3(load_study(study_results, "optimizers"), tmp_path)
     table = pd.read_csv(tmp_path / "table3.csv")
     trials = _trials(study_results, "optimizers")
     g = trials.groupby(["server.optimizer", "server.lr"])
@@ -150,7 +156,7 @@ def test_table3_numbers_and_top_two_match_fixture(study_results, tmp_path):
 
 
 def test_table4_communication_per_round(study_results, tmp_path):
-    fcl_tables.table4(load_study(study_results, "optimizers"), tmp_path)
+    fcl_paper_tables.table4(load_study(study_results, "optimizers"), tmp_path)
     table = pd.read_csv(tmp_path / "table4.csv")
     trials = _trials(study_results, "optimizers")
     paper = trials[(trials["server.optimizer"] == "fedadam") & (trials["server.lr"] == 0.5)]
@@ -162,7 +168,7 @@ def test_table4_communication_per_round(study_results, tmp_path):
 
 
 def test_flocora_table3_tcc_and_reduction(study_results, tmp_path):
-    produced = flocora_figures.table_iii_flocora(
+    produced = flocora.table_iii_flocora(
         load_study(study_results, "flocora_quantization"), tmp_path)
     trials = _trials(study_results, "flocora_quantization")
     tcc = ((trials["bytes_up"] + trials["bytes_down"]) / 1e6).groupby(
@@ -174,7 +180,7 @@ def test_flocora_table3_tcc_and_reduction(study_results, tmp_path):
 
 
 def test_flocora_fig2_lines_per_alpha_ratio_and_a_fedavg_band(study_results, tmp_path):
-    produced = flocora_figures.fig2_flocora(
+    produced = flocora.fig2_flocora(
         load_study(study_results, "flocora_rank_alpha"), tmp_path)
     lora = produced.data[produced.data["model.adapter"] == "lora"]
     assert sorted(lora["alpha_ratio"].unique()) == [2.0, 16.0]
@@ -198,11 +204,13 @@ def test_wrong_schema_is_one_clear_error(study_results, tmp_path, capsys):
     shutil.copytree(study_results / "ablation_lr", folder)
     pd.read_parquet(folder / "trials.parquet").drop(columns=["bwt_f"]).to_parquet(
         folder / "trials.parquet")
+    restamp(folder)
     assert main(["--only", "fig5a", "--results", str(tmp_path / "results"),
                  "--out", str(tmp_path / "figs")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "bwt_f" in err[0]
     (folder / "trials.parquet").write_text("not parquet")
+    (folder / "study.json").unlink()            # as results stored before manifests
     with pytest.raises(SchemaError, match="not a readable Parquet file"):
         load_study(tmp_path / "results", "ablation_lr")
     with pytest.raises(MissingStudy):
@@ -213,18 +221,63 @@ def test_failed_trials_are_left_out(study_results, tmp_path):
     folder = tmp_path / "results" / "scalability"
     shutil.copytree(study_results / "scalability", folder)
     trials = pd.read_parquet(folder / "trials.parquet")
-    bad = trials.iloc[[0]].assign(trial_id="failed", status="ERROR", error="boom", acc=np.nan)
+    bad = trials.iloc[[0]].assign(trial_id="failed", status=ERROR, error="boom", acc=np.nan)
     pd.concat([trials, bad]).to_parquet(folder / "trials.parquet")
+    restamp(folder)
     study = load_study(tmp_path / "results", "scalability")
     assert study.failed == 1 and len(study.trials) == len(trials)
-    trials.assign(status="ERROR", acc=np.nan).to_parquet(folder / "trials.parquet")
+    trials.assign(status=ERROR, acc=np.nan).to_parquet(folder / "trials.parquet")
+    restamp(folder)
     with pytest.raises(MissingStudy, match="no completed trial"):
         load_study(tmp_path / "results", "scalability")
 
 
-def test_script_runs_from_the_repo_root(study_results, tmp_path):
-    proc = subprocess.run([sys.executable, "analysis/figures.py", "--only", "fig5c",
+def test_python_m_analysis_figures_runs_from_the_repo_root(study_results, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "analysis", "figures", "--only", "fig5c",
                            "--results", str(study_results), "--out", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "fig5c.png").is_file() and (tmp_path / "fig5c.pdf").is_file()
+    assert "(preset smoke · data set " in proc.stdout and "commit fixture)" in proc.stdout
+
+
+def test_one_command_line_refuses_an_unknown_command():
+    proc = subprocess.run([sys.executable, "-m", "analysis", "plots"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("error: plots: not a command; allowed: figures, dashboard, "
+                                   "paired, migrate")
+
+
+def test_a_study_reads_its_manifest_and_states_what_it_was_drawn_from(study_results):
+    study = load_study(study_results, "ablation_lr")
+    assert study.manifest is not None and study.settings == ("client.lr", "server.lr")
+    assert study.drawn_from() == (f"preset smoke · data set {study.manifest.dataset} · "
+                                  "commit fixture")
+    assert study.doc.startswith("Fig. 5") and not study.is_search
+    assert load_study(study_results, "search").is_search
+
+
+def test_settings_come_from_the_manifest_not_from_every_column(study_results, tmp_path):
+    """A config column that differs between trials but is not a key the study varies (here
+    `eval.batch_size`, changed by hand) makes no panel; without a manifest it does."""
+    folder = tmp_path / "results" / "scalability"
+    shutil.copytree(study_results / "scalability", folder)
+    trials = pd.read_parquet(folder / "trials.parquet")
+    trials["eval.batch_size"] = np.where(trials["seed"] == 0, 64, 128)
+    trials.to_parquet(folder / "trials.parquet")
+    restamp(folder)
+    declared = fcl_paper.fig5c(load_study(tmp_path / "results", "scalability"), tmp_path)
+    assert set(declared.data["panel"]) == {""}
+    (folder / "study.json").unlink()            # results stored before manifests: inferred
+    inferred = fcl_paper.fig5c(load_study(tmp_path / "results", "scalability"), tmp_path)
+    assert set(inferred.data["panel"]) == {"eval.batch_size=64", "eval.batch_size=128"}
+
+
+def test_parquet_replaced_after_its_manifest_is_one_clear_error(study_results, tmp_path):
+    folder = tmp_path / "results" / "noniid"
+    shutil.copytree(study_results / "noniid", folder)
+    trials = pd.read_parquet(folder / "trials.parquet")
+    trials.iloc[:-1].to_parquet(folder / "trials.parquet")       # a row lost, manifest kept
+    with pytest.raises(SchemaError, match=r"trials.parquet: sha256 differs from study.json"):
+        load_study(tmp_path / "results", "noniid")

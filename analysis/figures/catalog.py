@@ -1,7 +1,7 @@
 """Regenerate the papers' figures and tables from stored study results (Parquet only).
 
-    python analysis/figures.py                                  # everything that has results
-    python analysis/figures.py --only fig5a --results results/ --out figures/
+    python -m analysis figures                                  # everything that has results
+    python -m analysis figures --only fig5a --results results/ --out figures/
 
 A figure whose study is not stored is skipped with one line; a Parquet file that is not a study
 table stops with one line `error: ...` and exit code 2.
@@ -14,13 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-if __package__ in (None, ""):     # run as `python analysis/figures.py`: import from the repo root
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from analysis import drift_figures, fcl_figures, fcl_tables, flocora_figures  # noqa: E402
-from analysis.figure_files import Produced, save_data_csv  # noqa: E402
-from analysis.study_tables import MissingStudy, SchemaError, Study, load_study  # noqa: E402
-from fcl.cli_args import EXIT_USAGE  # noqa: E402
+from analysis.figures import drift_correction, fcl_paper, fcl_paper_tables, flocora
+from analysis.figures.files import Produced, save_data_csv
+from analysis.study_tables import MissingStudy, SchemaError, Study, load_study
+from fcl.cli_args import EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -31,28 +28,29 @@ class Figure:
 
 
 FIGURES: dict[str, Figure] = {
-    "fig3a": Figure(("task_order",), fcl_figures.fig3a,
+    "fig3a": Figure(("task_order",), fcl_paper.fig3a,
                     "FCL Fig. 3a: task-wise accuracy per order"),
-    "fig3b": Figure(("task_order",), fcl_figures.fig3b, "FCL Fig. 3b: cosine drift per order"),
-    "fig4a": Figure(("optimizers", "task_order"), fcl_figures.fig4a,
+    "fig3b": Figure(("task_order",), fcl_paper.fig3b, "FCL Fig. 3b: cosine drift per order"),
+    "fig4a": Figure(("optimizers", "task_order"), fcl_paper.fig4a,
                     "FCL Fig. 4a: one task over rounds, FedSGD vs FedAdam"),
-    "fig4b": Figure(("optimizers", "task_order"), fcl_figures.fig4b,
+    "fig4b": Figure(("optimizers", "task_order"), fcl_paper.fig4b,
                     "FCL Fig. 4b: drift spikes, FedSGD vs FedAdam"),
-    "fig5a": Figure(("ablation_lr",), fcl_figures.fig5a, "FCL Fig. 5a: client x server LR"),
-    "fig5b": Figure(("ablation_rounds_epochs",), fcl_figures.fig5b,
+    "fig5a": Figure(("ablation_lr",), fcl_paper.fig5a, "FCL Fig. 5a: client x server LR"),
+    "fig5b": Figure(("ablation_rounds_epochs",), fcl_paper.fig5b,
                     "FCL Fig. 5b: rounds x local epochs"),
-    "fig5c": Figure(("scalability",), fcl_figures.fig5c, "FCL Fig. 5c: number of clients"),
-    "fig5d": Figure(("noniid",), fcl_figures.fig5d, "FCL Fig. 5d: Dirichlet alpha"),
-    "fig5e": Figure(("stragglers",), fcl_figures.fig5e, "FCL Fig. 5e: stragglers"),
-    "table3": Figure(("optimizers",), fcl_tables.table3, "FCL Table 3: optimizer x eta"),
-    "table4": Figure(("optimizers",), fcl_tables.table4, "FCL Table 4: size and communication"),
-    "flocora_fig2": Figure(("flocora_rank_alpha",), flocora_figures.fig2_flocora,
+    "fig5c": Figure(("scalability",), fcl_paper.fig5c, "FCL Fig. 5c: number of clients"),
+    "fig5d": Figure(("noniid",), fcl_paper.fig5d, "FCL Fig. 5d: Dirichlet alpha"),
+    "fig5e": Figure(("stragglers",), fcl_paper.fig5e, "FCL Fig. 5e: stragglers"),
+    "table3": Figure(("optimizers",), fcl_paper_tables.table3, "FCL Table 3: optimizer x eta"),
+    "table4": Figure(("optimizers",), fcl_paper_tables.table4,
+                     "FCL Table 4: size and communication"),
+    "flocora_fig2": Figure(("flocora_rank_alpha",), flocora.fig2_flocora,
                            "FLoCoRA Fig. 2: accuracy vs rank, alpha = 2r / 16r vs FedAvg"),
-    "flocora_fig3": Figure(("flocora_quantization",), flocora_figures.fig3_flocora,
+    "flocora_fig3": Figure(("flocora_quantization",), flocora.fig3_flocora,
                            "FLoCoRA Fig. 3: accuracy over rounds, FP vs quantized"),
-    "flocora_table3": Figure(("flocora_quantization",), flocora_figures.table_iii_flocora,
+    "flocora_table3": Figure(("flocora_quantization",), flocora.table_iii_flocora,
                              "FLoCoRA Table III: TCC and accuracy per bit width"),
-    "drift_correction": Figure(("drift_correction",), drift_figures.drift_correction,
+    "drift_correction": Figure(("drift_correction",), drift_correction.drift_correction,
                                "Beyond the papers: FedProx / SCAFFOLD / FedAdam, ACC and BWT_f"),
 }
 
@@ -75,8 +73,8 @@ def make_figure(name: str, results: Path, out: Path) -> tuple[Produced, Study]:
     raise MissingStudy(f"{name}: skipped, no stored study ({'; '.join(notices)})")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def main(argv: list[str] | None = None, prog: str = "python -m analysis figures") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                 epilog="figures: " + ", ".join(FIGURES))
     p.add_argument("--only", nargs="+", choices=sorted(FIGURES), metavar="NAME",
                    help="only these figures/tables (default: all)")
@@ -99,14 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {bad}", file=sys.stderr)
             return EXIT_USAGE
         made += 1
-        print(f"{name:<15} {study.name:<24} " + " ".join(str(p) for p in produced.paths))
+        print(f"{name:<15} {study.name:<24} " + " ".join(str(p) for p in produced.paths)
+              + f"  ({study.drawn_from()})")
         if study.failed:
             print(f"note {name}: {study.failed} failed trial(s) of {study.name} left out",
                   file=sys.stderr)
     print(f"{made} of {len(args.only or FIGURES)} figures/tables written to {args.out}",
           file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,24 +13,20 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analysis.study_tables import NOT_A_SETTING, is_config_key
+from fcl.results_io import EARLY_STOPPED as STOPPED
+from fcl.results_io import OPTUNA_COLUMN as NUMBER
+from fcl.results_io import TERMINATED
 
-NUMBER = "optuna_trial"
-STOPPED = "EARLY_STOPPED"
-MARKERS = {"TERMINATED": dict(symbol="circle", size=9, color="#1f77b4"),
+MARKERS = {TERMINATED: dict(symbol="circle", size=9, color="#1f77b4"),
            STOPPED: dict(symbol="circle-open", size=9, color="#d62728", line=dict(width=2))}
 
 
-def is_search(trials: pd.DataFrame) -> bool:
-    """A search's trials carry their Optuna trial number (trials.parquet, `optuna_trial`)."""
-    return NUMBER in trials and trials[NUMBER].notna().any()
-
-
-def per_trial(raw: pd.DataFrame) -> pd.DataFrame:
+def per_trial(raw: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One row per Optuna trial (the mean over its seeds), finished or stopped early, with
-    `value`: its final ACC, or the ACC it had reached when it was stopped."""
-    shown = raw[raw["status"].isin(["TERMINATED", STOPPED]) & raw[NUMBER].notna()].copy()
-    shown["value"] = shown["acc"].where(shown["status"] == "TERMINATED", shown["acc_reached"])
-    keys = sampled_keys(shown)
+    `value`: its final ACC, or the ACC it had reached when it was stopped; `keys`: the
+    sampled keys, carried along."""
+    shown = raw[raw["status"].isin([TERMINATED, STOPPED]) & raw[NUMBER].notna()].copy()
+    shown["value"] = shown["acc"].where(shown["status"] == TERMINATED, shown["acc_reached"])
     agg = {k: "first" for k in [*keys, "status", "round_reached", "rounds"] if k in shown}
     agg.update(value="mean", bytes_up="mean", bytes_down="mean")
     out = shown.groupby(NUMBER, sort=True).agg(agg).reset_index()
@@ -38,20 +34,21 @@ def per_trial(raw: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def sampled_keys(trials: pd.DataFrame) -> list[str]:
-    """The config keys the search varied (seeds and plumbing left out)."""
-    return [c for c in trials.columns if is_config_key(c) and c not in NOT_A_SETTING
-            and trials[c].nunique(dropna=True) > 1]
+def sampled_keys(trials: pd.DataFrame, keys: tuple[str, ...] | None = None) -> list[str]:
+    """The config keys the search sampled (`keys`: its manifest's `varying`; None: every config
+    column) that took more than one value, in column order (seeds and plumbing left out)."""
+    return [c for c in trials.columns if (c in keys if keys is not None else is_config_key(c))
+            and c not in NOT_A_SETTING and trials[c].nunique(dropna=True) > 1]
 
 
 def history_chart(t: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for status, g in t.groupby("status"):
-        label = "finished" if status == "TERMINATED" else "stopped early (ACC reached)"
+        label = "finished" if status == TERMINATED else "stopped early (ACC reached)"
         fig.add_scatter(x=g[NUMBER], y=g["value"], mode="markers", name=label,
                         marker=MARKERS.get(status, {}), customdata=g["round_reached"],
                         hovertemplate="trial %{x}: %{y:.2f} (round %{customdata})")
-    done = t[t["status"] == "TERMINATED"].sort_values(NUMBER)
+    done = t[t["status"] == TERMINATED].sort_values(NUMBER)
     fig.add_scatter(x=done[NUMBER], y=done["value"].cummax(), mode="lines",
                     line=dict(shape="hv", color="#2ca02c"), name="best ACC so far")
     fig.update_layout(title="ACC of each trial, in the order Optuna drew them, and the best so far",
@@ -90,7 +87,7 @@ def slice_chart(t: pd.DataFrame, keys: list[str]) -> go.Figure:
             g = g[g[key].notna()]
             fig.add_scatter(x=g[key], y=g["value"], mode="markers", row=i // cols + 1,
                             col=i % cols + 1, marker=MARKERS.get(status, {}),
-                            name="finished" if status == "TERMINATED" else "stopped early",
+                            name="finished" if status == TERMINATED else "stopped early",
                             legendgroup=status, showlegend=i == 0, customdata=g[NUMBER],
                             hovertemplate=f"trial %{{customdata}}: {key}=%{{x}}, ACC %{{y:.2f}}")
         if key.endswith("lr") or key in ("server.tau", "data.alpha"):
@@ -100,11 +97,12 @@ def slice_chart(t: pd.DataFrame, keys: list[str]) -> go.Figure:
     return fig
 
 
-def search_charts(raw: pd.DataFrame) -> list[go.Figure]:
+def search_charts(raw: pd.DataFrame, keys: list[str] | None = None) -> list[go.Figure]:
     """The charts of a search view, from the study's whole trials table (`raw`: early-stopped
-    trials included)."""
-    t = per_trial(raw)
-    keys = [k for k in sampled_keys(raw) if k in t]
+    trials included) and the keys it sampled (default: `sampled_keys(raw)`)."""
+    keys = sampled_keys(raw) if keys is None else keys
+    t = per_trial(raw, keys)
+    keys = [k for k in keys if k in t]
     charts = [history_chart(t)]
     if keys:
         charts += [parallel_chart(t, keys), slice_chart(t, keys)]

@@ -6,13 +6,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt     # the Agg backend: chosen in analysis/figures/__init__.py
+import pandas as pd
 
-matplotlib.use("Agg")               # files only, never a window
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from fcl.atomic_file import atomic_path  # noqa: E402
+from fcl.atomic_file import atomic_path
 
 
 @dataclass(frozen=True)

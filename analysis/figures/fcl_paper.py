@@ -29,25 +29,14 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from analysis.curves import (VALUE_RANGE, curve_stats, draw_band, phase_boundaries,
-                             single_value)
-from analysis.figure_files import Produced, save_figure
+from analysis.figures.curves import (VALUE_RANGE, curve_stats, draw_band, panels,
+                                     phase_boundaries, single_value, tag)
+from analysis.figures.files import Produced, save_figure
+from analysis.labels import FCL_ORDERS, OPTIMIZER_LABELS, ORDER_LABELS
 from analysis.seed_stats import seed_summary
-from analysis.study_tables import Study, facets, fmt_value, require
+from analysis.study_tables import Study, fmt_value, require
 
-ORDER_LABELS = {"fmtl": "FMTL", "sync": "Sync FCL", "async": "Async FCL"}
-OPTIMIZER_LABELS = {"fedsgd": "FedSGD", "fedadam": "FedAdam", "fedadagrad": "FedAdagrad",
-                    "fedyogi": "FedYogi"}
 TRACKED_TASK = 0
-
-
-def _panels(n: int, width: float = 5.0, height: float = 3.6):
-    fig, axs = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
-    return fig, list(axs[0])
-
-
-def _tag(df: pd.DataFrame, title: str) -> pd.DataFrame:
-    return df.assign(panel=title)
 
 
 # --- Fig. 3 ------------------------------------------------------------------------------------
@@ -56,13 +45,13 @@ def fig3a(study: Study, out: Path) -> Produced:
     rounds = study.need_rounds("fig3a")
     require(rounds, ("schedule.order", "rounds"), f"fig3a: {study.folder}/rounds.parquet")
     last = rounds[rounds["round"] == rounds["rounds"] - 1]
-    panels = facets(last, ("schedule.order",))
-    fig, axs = _panels(len(panels))
+    facets = study.facets(last, ("schedule.order",))
+    fig, axs = panels(len(facets))
     summaries = []
-    for ax, (title, df) in zip(axs, panels):
+    for ax, (title, df) in zip(axs, facets):
         stats = seed_summary(df, ["schedule.order", "task"], "accuracy")
-        orders = [o for o in ORDER_LABELS if o in set(stats["schedule.order"])] + sorted(
-            set(stats["schedule.order"]) - set(ORDER_LABELS))
+        orders = [o for o in FCL_ORDERS if o in set(stats["schedule.order"])] + sorted(
+            set(stats["schedule.order"]) - set(FCL_ORDERS))
         tasks = sorted(stats["task"].unique())
         width = 0.8 / max(len(orders), 1)
         for i, order in enumerate(orders):
@@ -73,7 +62,7 @@ def fig3a(study: Study, out: Path) -> Produced:
         ax.set_xticks(np.arange(len(tasks)), [f"T{t + 1}" for t in tasks])
         ax.set(xlabel="task", ylabel="accuracy after the last round (%)", title=title)
         ax.legend(fontsize=8)
-        summaries.append(_tag(stats, title))
+        summaries.append(tag(stats, title))
     fig.suptitle("Fig. 3a: task-wise accuracy per task order (mean, 95% CI over seeds)")
     return Produced(save_figure(fig, out, "fig3a"), pd.concat(summaries, ignore_index=True))
 
@@ -85,7 +74,7 @@ def fig3b(study: Study, out: Path) -> Produced:
     settings = [c for c in rounds.columns if "." in c or c in ("rounds", "dataset")]
     per_round = (rounds.groupby(["trial_id", "round"], sort=False)
                  .agg({"cos_head": "mean", **{c: "first" for c in settings}}).reset_index())
-    return _round_lines(per_round, out, "fig3b", "cos_head", ["schedule.order"],
+    return _round_lines(study, per_round, out, "fig3b", "cos_head", ["schedule.order"],
                         "cosine distance of the heads",
                         "Fig. 3b: client drift per task order (mean, 95% band over seeds)",
                         lambda k: ORDER_LABELS.get(k[0], k[0]), evaluated_only=False)
@@ -107,7 +96,7 @@ def fig4a(study: Study, out: Path) -> Produced:
     rounds = study.need_rounds("fig4a")
     require(rounds, ("server.optimizer", "server.lr"), f"fig4a: {study.folder}/rounds.parquet")
     task = TRACKED_TASK + 1
-    return _round_lines(_fedsgd_vs_fedadam(rounds), out, "fig4a", "accuracy",
+    return _round_lines(study, _fedsgd_vs_fedadam(rounds), out, "fig4a", "accuracy",
                         ["server.optimizer", "server.lr"], f"accuracy of task {task} (%)",
                         f"Fig. 4a: task {task} over rounds ({study.name}; mean, 95% band)",
                         _opt_label, evaluated_only=True)
@@ -118,7 +107,7 @@ def fig4b(study: Study, out: Path) -> Produced:
     rounds = study.need_rounds("fig4b")
     require(rounds, ("server.optimizer", "server.lr", "cos_head"),
             f"fig4b: {study.folder}/rounds.parquet")
-    return _round_lines(_fedsgd_vs_fedadam(rounds), out, "fig4b", "cos_head",
+    return _round_lines(study, _fedsgd_vs_fedadam(rounds), out, "fig4b", "cos_head",
                         ["server.optimizer", "server.lr"],
                         f"cosine distance, task {TRACKED_TASK + 1} head",
                         f"Fig. 4b: drift spikes ({study.name}; mean, 95% band)",
@@ -127,23 +116,24 @@ def fig4b(study: Study, out: Path) -> Produced:
 
 def _line_order(key: tuple) -> tuple:
     """Task orders as the paper lists them (FMTL, sync, async), optimizers as in Table 3."""
-    names = [*ORDER_LABELS, *OPTIMIZER_LABELS]
+    names = [*FCL_ORDERS, *OPTIMIZER_LABELS]
     return tuple((names.index(k), "") if k in names else (len(names), str(k)) for k in key)
 
 
-def _round_lines(df: pd.DataFrame, out: Path, name: str, value: str, lines: list[str],
-                 ylabel: str, suptitle: str, label, evaluated_only: bool) -> Produced:
+def _round_lines(study: Study, df: pd.DataFrame, out: Path, name: str, value: str,
+                 lines: list[str], ylabel: str, suptitle: str, label, evaluated_only: bool
+                 ) -> Produced:
     if evaluated_only:       # accuracy exists at evaluated rounds only; cos_head where updated
         df = df[pd.to_numeric(df[value], errors="coerce").notna()]
-    panels = facets(df, tuple(lines) + ("round",))
-    fig, axs = _panels(len(panels), width=6.0)
+    facets = study.facets(df, tuple(lines) + ("round",))
+    fig, axs = panels(len(facets), width=6.0)
     summaries = []
-    for ax, (title, sub) in zip(axs, panels):
+    for ax, (title, sub) in zip(axs, facets):
         curves = curve_stats(sub, lines, value)
         for key in sorted(curves, key=_line_order):
             stats = curves[key]
             draw_band(ax, stats, "round", label(key), bounds=VALUE_RANGE.get(value))
-            summaries.append(_tag(stats, title))
+            summaries.append(tag(stats, title))
         phase_boundaries(ax, single_value(sub, "rounds"), single_value(sub, "data.num_tasks"))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="round", ylabel=ylabel, title=title)
@@ -153,17 +143,17 @@ def _round_lines(df: pd.DataFrame, out: Path, name: str, value: str, lines: list
 
 
 # --- Fig. 5 ------------------------------------------------------------------------------------
-def _heatmaps(trials: pd.DataFrame, out: Path, name: str, cols: str, rows: str | None,
-              title: str, col_order=None, col_labels=None) -> Produced:
+def _heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: str,
+              rows: str | None, title: str, col_order=None, col_labels=None) -> Produced:
     axes = tuple(a for a in (rows, cols) if a)
     require(trials, (*axes, "acc", "bwt_f"), f"{name}: trials.parquet")
-    panels = facets(trials, axes)
+    facets = study.facets(trials, axes)
     ncols = trials[cols].nunique()
     w = max(3.0, 1.2 * ncols + 1.5)
-    fig, axs = plt.subplots(len(panels), 2, figsize=(2 * w, 0.9 * (
-        trials[rows].nunique() if rows else 1) * len(panels) + 1.8 * len(panels)), squeeze=False)
+    fig, axs = plt.subplots(len(facets), 2, figsize=(2 * w, 0.9 * (
+        trials[rows].nunique() if rows else 1) * len(facets) + 1.8 * len(facets)), squeeze=False)
     drawn, summaries = {}, []
-    for i, (ptitle, df) in enumerate(panels):
+    for i, (ptitle, df) in enumerate(facets):
         for j, (metric, label) in enumerate((("acc", "ACC (%)"), ("bwt_f", "BWT_f (points)"))):
             stats = seed_summary(df, list(axes), metric)
             mean = _grid(stats, rows, cols, "mean", col_order)
@@ -185,7 +175,7 @@ def _heatmaps(trials: pd.DataFrame, out: Path, name: str, cols: str, rows: str |
             if rows is None:
                 axs[i][j].set_yticks([])
             drawn[f"{ptitle}|{metric}" if ptitle else metric] = mean
-            summaries.append(_tag(stats.assign(metric=metric), ptitle))
+            summaries.append(tag(stats.assign(metric=metric), ptitle))
     fig.suptitle(f"{title} (cells: mean ± std over seeds)")
     fig.tight_layout()
     return Produced(save_figure(fig, out, name), pd.concat(summaries, ignore_index=True), drawn)
@@ -203,17 +193,17 @@ def _grid(stats: pd.DataFrame, rows: str | None, cols: str, value: str, col_orde
 
 
 def fig5a(study: Study, out: Path) -> Produced:
-    return _heatmaps(study.trials, out, "fig5a", "client.lr", "server.lr",
+    return _heatmaps(study, study.trials, out, "fig5a", "client.lr", "server.lr",
                      "Fig. 5a: client x server learning rate")
 
 
 def fig5b(study: Study, out: Path) -> Produced:
-    return _heatmaps(study.trials, out, "fig5b", "client.local_epochs", "rounds",
+    return _heatmaps(study, study.trials, out, "fig5b", "client.local_epochs", "rounds",
                      "Fig. 5b: rounds x local epochs")
 
 
 def fig5c(study: Study, out: Path) -> Produced:
-    return _heatmaps(study.trials, out, "fig5c", "data.num_clients", None,
+    return _heatmaps(study, study.trials, out, "fig5c", "data.num_clients", None,
                      "Fig. 5c: number of clients")
 
 
@@ -226,11 +216,11 @@ def fig5d(study: Study, out: Path) -> Produced:
         trials["data.alpha"] = trials["data.alpha"].astype(float).where(~iid, math.inf)
         trials = trials.drop(columns="data.partition")
     order = sorted(trials["data.alpha"].unique(), reverse=True)
-    return _heatmaps(trials, out, "fig5d", "data.alpha", None,
+    return _heatmaps(study, trials, out, "fig5d", "data.alpha", None,
                      "Fig. 5d: non-IID (Dirichlet alpha; inf = IID)", col_order=order,
                      col_labels={math.inf: "iid"})
 
 
 def fig5e(study: Study, out: Path) -> Produced:
-    return _heatmaps(study.trials, out, "fig5e", "participation.straggler_prob", None,
+    return _heatmaps(study, study.trials, out, "fig5e", "participation.straggler_prob", None,
                      "Fig. 5e: straggler probability")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.figure_files import Produced, markdown_table, mean_pm, save_table
-from analysis.fcl_figures import OPTIMIZER_LABELS
+from analysis.figures.files import Produced, markdown_table, mean_pm, save_table
+from analysis.labels import OPTIMIZER_LABELS
 from analysis.seed_stats import seed_summary
-from analysis.study_tables import Study, fmt_value, require, varying_settings
+from analysis.study_tables import Study, fmt_value, require
 
 METRICS = ("acc", "bwt_f")
 
@@ -44,7 +44,7 @@ def table3(study: Study, out: Path) -> Produced:
     """ACC and BWT_f per data set x optimizer x eta (columns eta = 1.0, 0.5, 0.1 as the paper)."""
     trials = study.trials
     require(trials, ("server.optimizer", "server.lr"), "table3: trials.parquet")
-    extra = varying_settings(trials, exclude=("dataset", "server.optimizer", "server.lr"))
+    extra = study.varying(trials, exclude=("dataset", "server.optimizer", "server.lr"))
     block = ["dataset", *extra]
     stats = _metric_stats(trials, [*block, "server.optimizer", "server.lr"])
     for m in METRICS:     # top two within each data set (and other setting) at each eta
@@ -90,7 +90,7 @@ def table4(study: Study, out: Path) -> Produced:
         modules_mb=trials["trainable_params_per_task"] * 4 * trials["data.num_tasks"] / 1e6,
         c2s_mb_per_round=trials["bytes_up"] / trials["rounds"] / 1e6,
         s2c_mb_per_round=trials["bytes_down"] / trials["rounds"] / 1e6)
-    keys = ["dataset", *varying_settings(t, exclude=("dataset",))]
+    keys = ["dataset", *study.varying(t, exclude=("dataset",))]
     stats = _metric_stats(t, keys)
     size_cols = ("module_mb", "modules_mb", "c2s_mb_per_round", "s2c_mb_per_round",
                  "data.num_tasks", "data.num_clients")

@@ -1,4 +1,5 @@
-"""Seed-aggregated curves over rounds: a mean line with its 95% band, and phase boundaries."""
+"""Seed-aggregated curves over rounds (a mean line with its 95% band, phase boundaries), and the
+row of panels every figure draws into."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -48,3 +49,14 @@ def phase_boundaries(ax: plt.Axes, rounds: int, num_tasks: int) -> None:
 def single_value(df: pd.DataFrame, column: str) -> int:
     """A setting every row of a panel shares (rounds, data.num_tasks)."""
     return int(pd.to_numeric(df[column]).max())
+
+
+def panels(n: int, width: float = 5.0, height: float = 3.6) -> tuple[plt.Figure, list[plt.Axes]]:
+    """A figure with `n` panels side by side (one per facet)."""
+    fig, axs = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    return fig, list(axs[0])
+
+
+def tag(df: pd.DataFrame, title: str) -> pd.DataFrame:
+    """A panel's numbers, labelled with its title (the `panel` column of a figure's CSV)."""
+    return df.assign(panel=title)

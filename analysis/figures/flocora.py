@@ -21,24 +21,15 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from analysis.curves import VALUE_RANGE, curve_stats, draw_band
-from analysis.fcl_figures import _panels, _tag
-from analysis.figure_files import Produced, markdown_table, mean_pm, save_figure, save_table
+from analysis.figures.curves import VALUE_RANGE, curve_stats, draw_band, panels, tag
+from analysis.figures.files import Produced, markdown_table, mean_pm, save_figure, save_table
+from analysis.labels import adapter_label, bits_label
 from analysis.seed_stats import per_trial_round, seed_summary
-from analysis.study_tables import Study, facets, fmt_value, require, varying_settings
+from analysis.study_tables import Study, fmt_value, require
 
 LORA_KEYS = ("model.adapter", "model.lora_rank", "model.lora_alpha")
 BITS = "compression.bits"
 PAYLOAD = "compression.payload"      # values (the paper) or delta: a column of Table III
-
-
-def bits_label(bits) -> str:
-    return "FP" if bits is None or (isinstance(bits, float) and math.isnan(bits)) or \
-        int(bits) >= 32 else f"{int(bits)}-bit"
-
-
-def adapter_label(adapter: str) -> str:
-    return {"full": "FedAvg", "lora": "FLoCoRA"}.get(adapter, adapter)
 
 
 def fig2_flocora(study: Study, out: Path) -> Produced:
@@ -47,16 +38,16 @@ def fig2_flocora(study: Study, out: Path) -> Produced:
     require(trials, LORA_KEYS, "flocora_fig2: trials.parquet")
     trials = trials.assign(alpha_ratio=trials["model.lora_alpha"] / trials["model.lora_rank"])
     axes = ("model.adapter", "model.lora_rank", "model.lora_alpha", "alpha_ratio")
-    panels = facets(trials, axes)
-    fig, axs = _panels(len(panels), width=5.5)
+    facets = study.facets(trials, axes)
+    fig, axs = panels(len(facets), width=5.5)
     summaries = []
-    for ax, (title, df) in zip(axs, panels):
+    for ax, (title, df) in zip(axs, facets):
         on = df["model.adapter"] == "lora"
         stats = seed_summary(df[on], ["alpha_ratio", "model.lora_rank"], "acc")
         for ratio, s in stats.groupby("alpha_ratio"):
             ax.errorbar(s["model.lora_rank"], s["mean"], yerr=s["ci95"].fillna(0), marker="o",
                         capsize=3, label=f"FLoCoRA α={fmt_value(ratio)}r")
-        summaries.append(_tag(stats.assign(**{"model.adapter": "lora"}), title))
+        summaries.append(tag(stats.assign(**{"model.adapter": "lora"}), title))
         base = seed_summary(df[~on], ["model.adapter"], "acc")
         for _, b in base.iterrows():
             line = ax.axhline(b["mean"], linestyle="--", color="black",
@@ -64,7 +55,7 @@ def fig2_flocora(study: Study, out: Path) -> Produced:
                                     f"({b['model.adapter']})")
             ci = 0 if math.isnan(b["ci95"]) else b["ci95"]
             ax.axhspan(b["mean"] - ci, b["mean"] + ci, color=line.get_color(), alpha=0.1)
-        summaries.append(_tag(base, title))
+        summaries.append(tag(base, title))
         if on.any():
             ranks = sorted(df.loc[on, "model.lora_rank"].unique())
             ax.set_xscale("log", base=2)
@@ -91,15 +82,15 @@ def fig3_flocora(study: Study, out: Path) -> Produced:
     settings = [c for c in rounds.columns if "." in c or c in ("rounds", "dataset")]
     df = per_trial_round(rounds, "mean_acc", settings)
     df = df[df["mean_acc"].notna()]
-    panels = facets(df, (*lines, "model.lora_alpha"))
-    fig, axs = _panels(len(panels), width=6.0)
+    facets = study.facets(df, (*lines, "model.lora_alpha"))
+    fig, axs = panels(len(facets), width=6.0)
     summaries = []
-    for ax, (title, sub) in zip(axs, panels):
+    for ax, (title, sub) in zip(axs, facets):
         curves = curve_stats(sub, lines, "mean_acc")
         for key in sorted(curves, key=lambda k: (k[0] != "full", -float(k[2]))):
             draw_band(ax, curves[key], "round", _config_label(key),
                       bounds=VALUE_RANGE["mean_acc"])
-            summaries.append(_tag(curves[key], title))
+            summaries.append(tag(curves[key], title))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="round", ylabel="mean accuracy over tasks (%)", title=title)
         ax.legend(fontsize=8)
@@ -115,7 +106,7 @@ def table_iii_flocora(study: Study, out: Path) -> Produced:
     t = trials.assign(tcc_mb=(trials["bytes_up"] + trials["bytes_down"]) / 1e6)
     if PAYLOAD not in t:
         t = t.assign(**{PAYLOAD: "values"})
-    keys = ["dataset", *[k for k in varying_settings(t, exclude=("dataset",))
+    keys = ["dataset", *[k for k in study.varying(t, exclude=("dataset",))
                          if k not in (*LORA_KEYS, BITS, PAYLOAD)], *LORA_KEYS, PAYLOAD, BITS]
     acc = seed_summary(t, keys, "acc")
     tcc = t.groupby(keys, dropna=False)["tcc_mb"].mean().rename("tcc_mb").reset_index()

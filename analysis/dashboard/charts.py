@@ -1,0 +1,132 @@
+"""The charts of a grid study's dashboard view (plotly): ACC and BWT_f per setting, accuracy per
+task over rounds, a per-round value with its 95% band, and bytes against ACC with the Pareto
+front. Every chart takes the view's trials (or rounds) and `keys`, the settings the study
+varies there (`Study.varying`)."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from analysis.labels import key_symbol
+from analysis.seed_stats import seed_summary
+from analysis.study_tables import fmt_value
+
+
+def setting_label(row: pd.Series, keys: list[str]) -> str:
+    """`fedadam, η=0.5` (a key whose symbol is "" shows its value alone)."""
+    parts = []
+    for k in keys:
+        name = key_symbol(k)
+        parts.append(fmt_value(row[k]) if name == "" else f"{name}={fmt_value(row[k])}")
+    return ", ".join(parts) or "all trials"
+
+
+def settings_labels(df: pd.DataFrame, keys: list[str]) -> pd.Series:
+    return df.apply(lambda r: setting_label(r, keys), axis=1) if len(df) else pd.Series(dtype=str)
+
+
+def bar_axes(keys: list[str]) -> tuple[list[str], str | None]:
+    """(keys along x, key for colour): eta as colour when it varies (the optimizer then on x),
+    otherwise the second varying setting."""
+    colour = "server.lr" if "server.lr" in keys else (keys[1] if len(keys) > 1 else None)
+    return [k for k in keys if k != colour], colour
+
+
+def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str) -> go.Figure:
+    xkeys, colour = bar_axes(keys)
+    t = trials.assign(_x=[setting_label(r, xkeys) for _, r in trials.iterrows()])
+    fig = go.Figure()
+    groups = [(None, t)] if colour is None else list(t.groupby(colour, sort=True))
+    for value, g in groups:
+        s = seed_summary(g, ["_x"], metric)
+        fig.add_bar(x=s["_x"], y=s["mean"],
+                    name=setting_label(pd.Series({colour: value}), [colour]) if colour else metric,
+                    error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True),
+                    customdata=s["n"], hovertemplate="%{x}: %{y:.2f} (n=%{customdata})")
+    fig.update_layout(title=title, barmode="group", yaxis_title=metric, height=380,
+                      margin=dict(t=50, b=60),
+                      legend_title=key_symbol(colour) if colour else None)
+    return fig
+
+
+def phase_shapes(fig: go.Figure, trials: pd.DataFrame) -> None:
+    """Dashed lines where each phase (a new task) starts, when every setting shares them."""
+    if trials["rounds"].nunique() != 1 or trials["data.num_tasks"].nunique() != 1:
+        return                  # the boundaries differ between settings: none drawn
+    rounds, tasks = int(trials["rounds"].iloc[0]), int(trials["data.num_tasks"].iloc[0])
+    for p in range(1, tasks):
+        fig.add_vline(x=p * rounds // tasks - 0.5, line_dash="dash", line_color="grey",
+                      line_width=1)
+
+
+def task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> go.Figure:
+    """Mean accuracy (over seeds) of every task at each evaluated round; a menu picks the
+    setting, whose T curves are shown together."""
+    ev = rounds[rounds["accuracy"].notna()]
+    ev = ev.assign(_s=settings_labels(ev, keys))
+    settings = sorted(ev["_s"].unique())
+    fig = go.Figure()
+    owner = []
+    for s in settings:
+        stats = seed_summary(ev[ev["_s"] == s], ["task", "round"], "accuracy")
+        for task, g in stats.groupby("task"):
+            fig.add_scatter(x=g["round"], y=g["mean"], mode="lines+markers",
+                            name=f"task {task + 1}", visible=(s == settings[0]),
+                            legendgroup=str(task),
+                            hovertemplate=f"{s}, task {task + 1}: " + "%{y:.2f} @ round %{x}")
+            owner.append(s)
+    buttons = [dict(label=s, method="update",
+                    args=[{"visible": [o == s for o in owner]},
+                          {"title": f"accuracy per task: {s}"}])
+               for s in settings]
+    fig.update_layout(title=f"accuracy per task: {settings[0] if settings else ''}",
+                      xaxis_title="round", yaxis_title="accuracy (%)", height=400,
+                      updatemenus=[dict(buttons=buttons, x=1.0, y=1.18, xanchor="right")]
+                      if len(settings) > 1 else [], margin=dict(t=70))
+    phase_shapes(fig, trials)
+    return fig
+
+
+def band_curves(df: pd.DataFrame, value: str, keys: list[str], title: str, ytitle: str,
+                trials: pd.DataFrame) -> go.Figure:
+    """`value` over rounds per setting: the mean over seeds with its 95% band."""
+    df = df.assign(_s=settings_labels(df, keys))
+    fig = go.Figure()
+    for i, (s, g) in enumerate(df.groupby("_s", sort=True)):
+        st = seed_summary(g, ["round"], value).sort_values("round")
+        ci = st["ci95"].fillna(0)
+        colour = f"hsl({(i * 67) % 360},60%,45%)"
+        fig.add_scatter(x=pd.concat([st["round"], st["round"][::-1]]),
+                        y=pd.concat([st["mean"] + ci, (st["mean"] - ci)[::-1]]),
+                        fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.2,
+                        hoverinfo="skip", showlegend=False, legendgroup=s)
+        fig.add_scatter(x=st["round"], y=st["mean"], mode="lines", name=s, legendgroup=s,
+                        line=dict(color=colour))
+    fig.update_layout(title=title, xaxis_title="round", yaxis_title=ytitle, height=400)
+    phase_shapes(fig, trials)
+    return fig
+
+
+def pareto_chart(trials: pd.DataFrame, keys: list[str]) -> go.Figure:
+    """Bytes sent over the whole run against ACC per setting, and the front of the settings
+    that beat every cheaper one."""
+    t = trials.assign(_s=settings_labels(trials, keys),
+                      _mb=(trials["bytes_up"] + trials["bytes_down"]) / 1e6)
+    acc = seed_summary(t, ["_s"], "acc")
+    mb = t.groupby("_s")["_mb"].mean().rename("mb").reset_index()
+    s = acc.merge(mb, on="_s").sort_values("mb")
+    front, best = [], -float("inf")
+    for _, r in s.iterrows():        # cheapest first: on the front if it beats every cheaper one
+        if r["mean"] > best:
+            front.append(r)
+            best = r["mean"]
+    fig = go.Figure()
+    fig.add_scatter(x=s["mb"], y=s["mean"], mode="markers+text", text=s["_s"],
+                    textposition="top center", name="settings",
+                    error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True))
+    front = pd.DataFrame(front)
+    fig.add_scatter(x=front["mb"], y=front["mean"], mode="lines", name="Pareto front",
+                    line=dict(dash="dot"))
+    fig.update_layout(title="bytes (up + down, whole run) vs ACC", xaxis_type="log",
+                      xaxis_title="MB communicated", yaxis_title="ACC (%)", height=420)
+    return fig

@@ -1,0 +1,62 @@
+"""The stored results (results/) against what analysis/ makes of them: the committed figures'
+tables rewritten byte for byte, a manifest per stored study that matches its files and its
+trials, and the migration that wrote those manifests rebuilding them exactly. Reads results/
+and figures/, writes only under tmp_path."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.dashboard.views import study_views
+from analysis.figures.catalog import main as figures_main
+from analysis.study_tables import load_study
+from fcl.manifest import read_manifest, verify
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS, FIGURES = REPO / "results", REPO / "figures"
+STORED = sorted(p.parent.name for p in RESULTS.glob("*/trials.parquet"))
+
+
+def test_figures_rewrite_the_committed_tables_and_csvs_byte_for_byte(tmp_path):
+    assert figures_main(["--results", str(RESULTS), "--out", str(tmp_path)]) == 0
+    committed = sorted(p.name for p in FIGURES.iterdir() if p.suffix in (".csv", ".md"))
+    assert len(committed) == 19                 # 15 figures' CSVs, 4 tables' CSV + MD
+    differ = [n for n in committed if (tmp_path / n).read_bytes() != (FIGURES / n).read_bytes()]
+    assert differ == []
+
+
+@pytest.mark.parametrize("name", STORED)
+def test_each_stored_study_has_a_manifest_matching_its_files_and_trials(name):
+    folder = RESULTS / name
+    manifest = read_manifest(folder)
+    assert manifest is not None and manifest.study == name
+    assert verify(folder, manifest) == []
+    assert set(manifest.files) == {"trials", "rounds", "tasks"}
+    trials = pd.read_parquet(folder / "trials.parquet")
+    assert manifest.files["trials"]["rows"] == len(trials)
+    assert [manifest.preset] == trials["preset"].unique().tolist()
+    assert [manifest.fcl_git] == trials["fcl_git"].unique().tolist()
+    assert list(manifest.seeds) == sorted(trials["seed"].unique().tolist())
+    varied = {c for c in manifest.base if trials[c].nunique(dropna=False) > 1} - {"seed"}
+    assert varied <= set(manifest.varying)     # every key that differs was declared varied
+    assert (manifest.searcher == "optuna") == (name == "search")
+
+
+def test_the_migration_rebuilds_the_committed_manifests():
+    from analysis.stored_manifest import stored_manifest     # imports Ray (the study scripts)
+    for name in STORED:
+        committed = read_manifest(RESULTS / name)
+        built = stored_manifest(RESULTS / name)
+        assert dataclasses.replace(built, files=committed.files) == committed, name
+
+
+def test_every_dashboard_view_of_the_stored_studies_says_what_it_was_drawn_from():
+    for name in STORED:
+        study = load_study(RESULTS, name)
+        for view in study_views(study):
+            assert view.source == (f"preset cifar10-local · data set cifar10 · commit "
+                                   f"{study.manifest.fcl_git}"), name
+            assert view.charts and view.doc == study.doc != ""
