@@ -7,7 +7,7 @@ and a one-trial study of the same config (`fcl.tune.run_study`, a local Ray with
 `run.threads` CPUs), whose samples/s is the trial's own (`trials.parquet`: training samples
 over the trial function's wall time, reports and checkpoints included, Ray's start not). Prints
 each pair and the median ratio trial / run. The goal of the architecture issue: >= 0.97.
-The default config is the `local` preset at study size (`fcl.tune.study`'s `local` sizes) on
+The default config is the `local` preset at study size (`fcl.presets.STUDY_PRESETS["local"]`) on
 the bundled data, 1 thread, checkpoints every 2 rounds (what a study of 25 rounds does).
 """
 from __future__ import annotations
