@@ -1,6 +1,6 @@
 """A study's manifest (`fcl.manifest.Manifest`) from what its script declares and the plan the
 driver resolved: the one place that turns a space into the manifest's `varying` keys and `axes`.
-Used by the export (after every run) and by `analysis/migrate_results.py` (for results stored
+Used by the export (after every run) and by `analysis/stored_manifest.py` (for results stored
 before manifests existed)."""
 from __future__ import annotations
 
