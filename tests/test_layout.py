@@ -1,10 +1,11 @@
 """The shape the architecture issue asked for, kept: small modules at the edges (no file over 300
 lines and no function over 60 in `fcl/tune/` and `analysis/`), and no import cycle anywhere in
 `fcl` or `analysis` (imports inside functions count: a lazy import that hides a cycle is still
-one)."""
+one), and the trial statuses named in one module."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,15 @@ def test_edge_modules_are_small(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert not long, f"{_rel(path)}: {', '.join(long)}"
+
+
+def test_trial_statuses_are_named_once():
+    """`TERMINATED`, `ERROR`, `EARLY_STOPPED` as strings only in fcl/results_io.py."""
+    files = [p for d in ("fcl", "analysis", "studies") for p in sorted((REPO / d).rglob("*.py"))
+             if p != REPO / "fcl" / "results_io.py"]
+    bad = [f"{_rel(p)}: {hit}" for p in files
+           for hit in re.findall(r"[\"'](?:TERMINATED|ERROR|EARLY_STOPPED)[\"']", p.read_text())]
+    assert bad == []
 
 
 def module_name(path: Path) -> str:
