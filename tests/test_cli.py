@@ -7,6 +7,8 @@ import sys
 import pandas as pd
 import pytest
 
+from fcl.manifest import read_manifest, verify
+
 FAST = ["rounds=5", "data.train_per_class=40", "data.test_per_class=10"]
 
 
@@ -33,6 +35,11 @@ def test_run_json_and_parquet(tmp_path):
     assert (rounds["trial_id"] == one["trial_id"].iloc[0]).all()
     assert (rounds["schema_version"] == 2).all() and rounds["tcc_bytes"].is_monotonic_increasing
     assert not [f for f in os.listdir(out) if f.startswith(".tmp-")]
+    manifest = read_manifest(out)                             # study `run`, nothing varied
+    assert (manifest.study, manifest.preset, manifest.varying, manifest.seeds) == (
+        "run", "smoke", (), (0,))
+    assert manifest.base["server.lr"] == 0.5 and manifest.command.startswith("fcl run")
+    assert verify(out, manifest) == [] and manifest.files["tasks"]["rows"] == 25
 
 
 @pytest.mark.parametrize("args,fragment", [
