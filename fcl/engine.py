@@ -264,7 +264,7 @@ def run_round(plan: Plan, state: RunState, r: int) -> tuple[RunState, RoundRecor
 class Downlink:
     """What round r's participation sample receives."""
     sampled: tuple[int, ...]
-    reporting: tuple[int, ...]
+    reporting: tuple[int, ...]       # those that train and report: not straggling, with data
     tasks_of: list[int]              # the task of every client this round
     start: dict[int, Params]         # per task: the state its clients decode and start from
     extra: dict[int, Params]         # per task: the client algorithm's message, decoded
@@ -286,8 +286,18 @@ def broadcast(plan: Plan, state: RunState, r: int) -> Downlink:
             decoded, nbytes = plan.codec.send(down)
             extra[t], cost[t] = {n: decoded[n] for n in down}, cost[t] + nbytes
     tasks = [tasks_of[c] for c in part.sampled]
-    return Downlink(part.sampled, part.reporting, tasks_of, start, extra,
-                    sum(cost[t] for t in tasks), sum(plan.full_nbytes[t] for t in tasks))
+    return Downlink(part.sampled, holding_data(plan, part.reporting, tasks_of), tasks_of, start,
+                    extra, sum(cost[t] for t in tasks), sum(plan.full_nbytes[t] for t in tasks))
+
+
+def holding_data(plan: Plan, reporting: tuple[int, ...], tasks_of: list[int]
+                 ) -> tuple[int, ...]:
+    """The reporting clients that hold samples of their task this round. A client with an
+    empty shard (data.min_client_samples=0 with a skewed partition) is like a straggler: it
+    received the broadcast (counted in bytes_down) and sends nothing (no report, no bytes_up,
+    no drift or loss); a task none of whose clients report gets no server update that round."""
+    shards = [td.shards for td in plan.data.tasks]
+    return tuple(c for c in reporting if len(shards[tasks_of[c]][c]))
 
 
 @dataclass(frozen=True)

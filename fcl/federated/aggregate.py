@@ -5,6 +5,8 @@ sum_c |D_c| Delta_c / sum_c |D_c|; `server.aggregate=sum` takes Eq. 7 literally,
 sum_c Delta_c, which makes a round's step grow with the number of reporting clients.
 Buffers (norm running statistics) are not optimised: they become the weighted mean of the
 reporting clients' end values.
+Every report carries samples: a client with none for its task sends nothing (the engine's
+`holding_data`), so a weighted mean over reports whose weights sum to 0 is an error here.
 """
 from __future__ import annotations
 
@@ -20,8 +22,7 @@ def pseudo_gradient(deltas: list[Params], weights: list[float], mode: str) -> Pa
 
 
 def mean_of_deltas(deltas: list[Params], weights: list[float]) -> Params:
-    total = float(sum(weights))
-    return weighted_sum(deltas, [w / total for w in weights])
+    return weighted_mean(deltas, weights)
 
 
 def sum_of_deltas(deltas: list[Params], weights: list[float]) -> Params:
@@ -35,6 +36,9 @@ AGGREGATES: dict[str, Callable[[list[Params], list[float]], Params]] = {
 
 def weighted_mean(states: list[Params], weights: list[float]) -> Params:
     total = float(sum(weights))
+    if total <= 0:
+        raise ValueError(f"weighted mean of {len(states)} reports holding no samples "
+                         f"(weights {weights}): a client without data must not report")
     return weighted_sum(states, [w / total for w in weights])
 
 
