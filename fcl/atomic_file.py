@@ -42,3 +42,36 @@ def write_bytes_atomic(blob: bytes, path: str | os.PathLike) -> None:
 def write_text_atomic(text: str, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
+
+
+def unwritable(folder: str | os.PathLike) -> str | None:
+    """Why files cannot be written in `folder` (created if missing), or None: a probe file is
+    written, synced and removed, so a read-only mount, an immutable folder, a full disk and a
+    file where the folder should be are all told apart before any work is done."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return "it is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-probe-")
+        try:
+            os.write(fd, b"fcl")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None
+
+
+def remove_temp_files(folder: str | os.PathLike) -> list[str]:
+    """Remove the `.tmp-*` files `atomic_path` left in `folder` when its writer was killed (only
+    safe where no writer is at work: a study's folder under its lock); the paths removed."""
+    folder = Path(folder)
+    gone = []
+    for p in sorted(folder.glob(".tmp-*")) if folder.is_dir() else []:
+        if p.is_file():
+            p.unlink(missing_ok=True)
+            gone.append(str(p))
+    return gone

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from fcl.atomic_file import write_bytes_atomic
+from fcl.atomic_file import remove_temp_files, write_bytes_atomic
 from fcl.config import RunConfig
 from fcl.provenance import fcl_git
 from fcl.results_io import FILES, MANIFEST_FILE, SCHEMA_VERSION, run_frames, write_frames
@@ -109,6 +109,23 @@ def write_study_files(frames: dict[str, pd.DataFrame], folder: str | os.PathLike
     """The Parquet files, then the manifest as their commit marker; every path written."""
     paths = write_frames(frames, folder)
     return paths + [write_manifest(folder, manifest)]
+
+
+def replace_study_files(frames: dict[str, pd.DataFrame], folder: str | os.PathLike,
+                        manifest: Manifest) -> list[str]:
+    """A re-export as one unit: the old manifest is removed first (synced), so an export killed
+    part-way leaves Parquet files with no manifest (refused by readers) rather than an old
+    manifest beside new files; the temp files of an earlier killed export are removed; then
+    `write_study_files`. The caller is the folder's one writer (a study driver under its lock)."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    Path(folder, MANIFEST_FILE).unlink(missing_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    remove_temp_files(folder)
+    return write_study_files(frames, folder, manifest)
 
 
 def write_run_files(result, out_dir: str, preset: str = "", command: str = "") -> list[str]:

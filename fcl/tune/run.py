@@ -1,7 +1,8 @@
 """`run_study`: the one orchestration loop every study script shares.
 
+    check_outputs (writable folders) -> hold (the study's lock: one driver per study) ->
     plan_study (no Ray: every check, exit 2 before any trial) -> claim_state (the resume
-    policy) -> fit (Ray Tune: one engine run per trial, reported every round, checkpointed)
+    policy, and the results it may not replace) -> fit (Ray Tune: one engine run per trial, reported every round, checkpointed)
     -> export: results/<study>/{trials,rounds,tasks}.parquet, then study.json (the manifest,
     their commit marker), written by the driver from the trials' last checkpoints
 
@@ -19,7 +20,7 @@ from typing import TextIO
 import ray
 
 from fcl.config import with_overrides
-from fcl.manifest import write_study_files
+from fcl.manifest import replace_study_files
 from fcl.results_io import ERROR
 from fcl.tune import cluster, export, progress, state as states
 from fcl.tune.cost import dry_run
@@ -36,12 +37,24 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
     the counts, the exported frames and Tune's `ResultGrid` (`StudyOutcome`)."""
     t0 = time.perf_counter()
     out = out or sys.stdout
-    plan = plan_study(study, opts)
     if opts.dry_run:
-        return dry_run(plan, out)
-    if plan.address is None and not ray.is_initialized():   # checked before a local Ray starts
-        plan.resources(cluster.local_resources(), False)
-    state = states.claim_state(study.name, opts, study.searcher)   # refuses before Ray starts
+        return dry_run(plan_study(study, opts), out)
+    states.check_outputs(study.name, opts)
+    with states.hold(opts.results, study.name, opts.command) as stale:
+        if stale:
+            print(f"took over the lock of a driver that is gone: {states.holder_line(stale)}",
+                  file=sys.stderr)
+        plan = plan_study(study, opts)
+        if plan.address is None and not ray.is_initialized():   # before a local Ray starts
+            plan.resources(cluster.local_resources(), False)
+        state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
+        return run_claimed(plan, state, t0, out)
+
+
+def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
+                ) -> StudyOutcome:
+    """The study's Ray part, once its state is claimed: connect (or start a local Ray), fit,
+    export."""
     started = cluster.connect(plan.address)
     try:
         res = plan.resources(ray.cluster_resources(), cluster.can_autoscale())
@@ -78,7 +91,7 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
         outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True)
         print(interrupted_line(outcome, plan.opts), file=sys.stderr)
         return outcome
-    paths = write_study_files(frames, os.path.join(plan.opts.results, plan.name),
+    paths = replace_study_files(frames, os.path.join(plan.opts.results, plan.name),
                               plan.manifest())
     print(export.summary_line(df), file=out)
     for p in paths:

@@ -1,22 +1,49 @@
 """Where Tune keeps a study (`<storage>/<study>`, default `<results>/.tune/<study>`; a path the
 nodes share, or s3://...), and the policy on what is there: a rerun is refused, `--resume`
-continues it (after checking it is the same study), `--fresh` discards it (with its Optuna
-study). The one module that reads or writes a study's Tune state.
+continues it (after checking it is the same study; with no state it is refused: nothing to
+resume), `--fresh` discards it (with its Optuna study). The one module that reads or writes a
+study's Tune state.
 
 Beside Tune's own files the state holds `study.json`: the study's manifest (`fcl.manifest`, no
 files listed) as it started, what `--resume` compares against.
+
+The exported results `<results>/<study>/` are guarded too, whether or not Tune's state is there
+(a fresh clone has none: `results/.tune` is git-ignored): without `--fresh` a study refuses to
+replace results whose manifest names another preset, data set, space (varying keys, axes),
+seeds or base config (`run.*` keys aside: they change how a run computes), and also results of
+the very same study when there is no Tune state to `--resume` (a finished study, e.g. the
+committed results of a fresh clone): rerunning it would replace committed rows, so that needs
+`--fresh` too. `--resume` of a study whose Tune state is there is checked against that state's
+record instead (`check_resume`), which was started on these results with consent.
+
+One driver per study (`hold`): the lock `<results>/.<study>.lock`, in the results folder rather
+than Tune's storage because that is what every driver of the study writes into and, shared, what
+two machines both see (an s3:// storage has no locks). It is an `flock` on that file, which the
+kernel (or, on NFS, the lock manager) drops when its holder dies however it dies, so a holder
+killed with `kill -9` leaves only a stale file naming it, taken over by the next driver with no
+race; the file names the holder (host, pid, since) for the driver that is refused. A driver
+takes it before anything else and `--fresh` only discards state under it, so `--fresh` refuses
+while another driver holds the study. Released (the file removed) on every exit of `hold`.
 """
 from __future__ import annotations
 
+import contextlib
+import datetime
+import fcntl
 import json
 import os
+import socket
+import time
 from dataclasses import dataclass
+from collections.abc import Iterator
 
 import pyarrow.fs
 from ray import tune
 
+from fcl.atomic_file import unwritable
 from fcl.config import ConfigError
-from fcl.manifest import Manifest
+from fcl.manifest import Manifest, ManifestError, read_manifest
+from fcl.results_io import FILES
 from fcl.tune.searchers import (delete_optuna_study, optuna_study_exists, optuna_study_name,
                                 storage_url)
 from fcl.tune.study import StudyOptions
@@ -34,12 +61,33 @@ class TuneState:
     optuna_name: str
 
 
-def claim_state(name: str, opts: StudyOptions, searcher: str | None) -> TuneState:
-    """Check (and with --fresh, discard) the study's earlier state; refuses a rerun of a study
-    that has state unless --resume or --fresh says what to do with it. Needs no Ray running."""
+def check_outputs(name: str, opts: StudyOptions) -> None:
+    """Before any work: `--results` (and `<results>/<study>` where it exists) and a local
+    `--storage` are folders files can be written in (created if missing); else one line."""
+    where = [("--results", opts.results), ("--results", os.path.join(opts.results, name))]
+    if opts.storage and "://" not in opts.storage:
+        where.append(("--storage", opts.storage))
+    for flag, folder in where:
+        if flag == "--results" and folder != opts.results and not os.path.lexists(folder):
+            continue
+        why = unwritable(folder)
+        if why:
+            raise ConfigError(flag, folder, f"cannot write there ({why})",
+                              "a folder this user can write in, on a disk with room")
+
+
+def storage_of(opts: StudyOptions) -> str:
     storage = opts.storage or os.path.join(os.path.abspath(opts.results), ".tune")
-    if "://" not in storage:
-        storage = os.path.abspath(storage)
+    return storage if "://" in storage else os.path.abspath(storage)
+
+
+def claim_state(name: str, opts: StudyOptions, searcher: str | None,
+                manifest: Manifest | None = None) -> TuneState:
+    """Check (and with --fresh, discard) the study's earlier state; refuses a rerun of a study
+    that has state unless --resume or --fresh says what to do with it, `--resume` of one that
+    has none, and (given the new plan's `manifest`) replacing the results `check_results`
+    guards. Needs no Ray running; the caller holds the study's lock."""
+    storage = storage_of(opts)
     path = storage.rstrip("/") + "/" + name
     state = TuneState(storage, path, tune.Tuner.can_restore(path), storage_url(opts.results),
                       optuna_study_name(name, opts.objective))
@@ -56,7 +104,51 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None) -> TuneStat
     if opts.retry_errored and not state.can_restore:
         raise ConfigError("--retry-errored", "on", f"study {name} has no Tune state in {path}",
                           "run the study first")
+    if opts.resume and not (state.can_restore or stale_optuna):
+        raise ConfigError("--resume", "on", f"nothing to resume: study {name} has no Tune "
+                          f"state in {path}", "run it without --resume (or check --storage)")
+    if manifest is not None and not (opts.resume and state.can_restore):
+        check_results(os.path.join(opts.results, name), manifest)
     return state
+
+
+COMPARED = ("preset", "dataset", "varying", "axes", "seeds")
+
+
+def manifest_differences(old: Manifest, new: Manifest) -> list[str]:
+    """What makes `new` another study than `old`: the fields of `COMPARED` and the base config
+    keys both record (`run.*` aside: threads and device change how a run computes)."""
+    was, now = json.loads(old.to_json()), json.loads(new.to_json())
+    diff = [k for k in COMPARED if was[k] != now[k]]
+    return diff + sorted(f"base {k}" for k in set(was["base"]) & set(now["base"])
+                         if not k.startswith("run.") and was["base"][k] != now["base"][k])
+
+
+def check_results(folder: str, manifest: Manifest) -> None:
+    """Refuse (one line) to replace the results in `folder` (see the module's doc)."""
+    try:
+        old = read_manifest(folder)
+    except ManifestError as e:
+        raise ConfigError("--results", folder, f"{e}", "--fresh to replace it") from None
+    if old is None:
+        held = [f"{n}.parquet" for n in FILES
+            if os.path.exists(os.path.join(folder, f"{n}.parquet"))]
+        if held:
+            raise ConfigError("--results", folder, f"holds {', '.join(held)} but no manifest "
+                              "(an interrupted export, or older results)",
+                              "--fresh to replace them, or another --results")
+        return
+    diff = manifest_differences(old, manifest)
+    if diff:
+        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
+        raise ConfigError("--results", folder, f"holds study {old.study} at preset {old.preset} "
+                          f"on {old.dataset}; this run differs in {shown}",
+                          "--fresh to replace those results, or another --results "
+                          "(e.g. /tmp/fcl-demo)")
+    raise ConfigError("--fresh", "off", f"{folder} already holds this study's results (at "
+                      f"preset {old.preset} on {old.dataset}) and there is no Tune state to "
+                      "resume: a rerun would replace them", "--fresh to rerun and replace "
+                      "them, or another --results")
 
 
 def enter(state: TuneState, opts: StudyOptions, manifest: Manifest) -> None:
@@ -110,3 +202,81 @@ def remove_experiment(path: str) -> None:
     fs, p = experiment_fs(path)
     if fs.get_file_info(p).type != pyarrow.fs.FileType.NotFound:
         fs.delete_dir(p)
+
+
+def lock_path(results: str, name: str) -> str:
+    return os.path.join(os.path.abspath(results), f".{name}.lock")
+
+
+@contextlib.contextmanager
+def hold(results: str, name: str, command: str = "") -> Iterator[dict | None]:
+    """The study's lock for the block (see the module's doc); yields the holder it took over
+    (a driver that died holding it: its host, pid, since) or None. Refuses, in one line naming
+    the holder, a study another live driver holds."""
+    path = lock_path(results, name)
+    fd, stale = acquire(path, name)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                                  "since": now(), "command": command}).encode(), 0)
+        yield stale
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)          # while still held: a waiting driver's inode check retries
+        os.close(fd)
+
+
+def acquire(path: str, name: str) -> tuple[int, dict | None]:
+    """An open, flock-ed descriptor of `path` that is still the file at `path` (a releasing
+    holder unlinks it: a descriptor of the unlinked file would be a lock nobody else sees)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    for _ in range(50):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ConfigError("--results", os.path.dirname(path), f"study {name} is held by "
+                              f"another driver: {holder_line(read_holder(path))} ({path})",
+                              "wait for it to finish, or stop that driver") from None
+        except OSError as e:
+            os.close(fd)
+            raise ConfigError("--results", os.path.dirname(path), f"cannot lock {path} "
+                              f"({e.strerror})", "a filesystem with file locks") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            try:
+                return fd, json.loads(os.pread(fd, 1 << 16, 0) or b"null")
+            except ValueError:
+                return fd, None
+        os.close(fd)
+    raise ConfigError("--results", os.path.dirname(path), f"could not take {path}",
+                      "try again")
+
+
+def read_holder(path: str) -> dict:
+    """What the lock file says of its holder ({} while it is being written, or unreadable)."""
+    for _ in range(5):
+        try:
+            with open(path) as f:
+                text = f.read()
+            if text:
+                return json.loads(text)
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    return {}
+
+
+def holder_line(holder: dict) -> str:
+    if not holder:
+        return "holder unknown"
+    return (f"host {holder.get('host', '?')}, pid {holder.get('pid', '?')}, since "
+            f"{holder.get('since', '?')}")
+
+
+def now() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
