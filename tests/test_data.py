@@ -1,6 +1,8 @@
 """Data sets: the bundled subset, the npz and IDX readers, tasks and shards."""
 import gzip
 import hashlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -51,6 +53,60 @@ def test_npz_loader_missing_array_names_it(tmp_path):
     np.savez(path, train_x=np.zeros((2, 4, 4), np.uint8))
     with pytest.raises(DataError, match="missing arrays"):
         load_dataset("npz", str(path))
+
+
+def write_npz(path, train_y, classes=None):
+    rng = np.random.default_rng(0)
+    arrays = {"train_x": rng.integers(0, 255, (len(train_y), 8, 8), dtype=np.uint8),
+              "train_y": train_y, "test_x": rng.integers(0, 255, (10, 8, 8), dtype=np.uint8),
+              "test_y": np.arange(10)}
+    np.savez(path, **arrays, **({} if classes is None else {"classes": np.array(classes)}))
+    return path
+
+
+def labels_with(i, value, dtype=np.int64):
+    y = (np.arange(40) % 10).astype(dtype)
+    y[i] = value
+    return y
+
+
+TEN = [f"c{i}" for i in range(10)]
+
+
+@pytest.mark.parametrize("train_y, classes, fragment", [
+    (labels_with(5, -3), None, r"train_y has label -3 \(at index 5, 1 bad in all\); "
+                               r"expected integers >= 0"),
+    (labels_with(7, 2.7, float), None, r"train_y has label 2.7 \(at index 7.*integers >= 0"),
+    (labels_with(0, np.nan, float), None, r"train_y has label nan"),
+    (labels_with(3, 10), TEN, r"train_y has label 10 .*\[0, 10\)"),
+    (labels_with(3, -1, np.int8), TEN, r"train_y has label -1 .*\[0, 10\)"),
+    (np.array(["a"] * 40), None, r"train_y has dtype <U1; expected integers >= 0"),
+    (np.ones(40, bool), None, r"train_y has dtype bool"),
+])
+def test_npz_labels_outside_0_to_C_are_refused_naming_file_value_and_range(tmp_path, train_y,
+                                                                           classes, fragment):
+    """Issue 21 item 6: -3 used to become class 7 (negative indexing), 2.7 class 2; exit 0."""
+    path = write_npz(tmp_path / "bad.npz", train_y, classes)
+    with pytest.raises(DataError, match=f"^{path}: {fragment}"):
+        load_dataset("npz", str(path))
+    assert not list(tmp_path.glob("*.fclcache.pt"))                  # nothing cached
+
+
+def test_integral_labels_of_any_numeric_dtype_are_accepted(tmp_path):
+    for dtype in (np.uint8, np.int16, np.float32):
+        path = write_npz(tmp_path / f"ok-{np.dtype(dtype).name}.npz",
+                         (np.arange(40) % 10).astype(dtype))
+        ds = load_dataset("npz", str(path))
+        assert ds.train_y.dtype == torch.int64 and ds.train_y.tolist() == list(range(10)) * 4
+
+
+def test_a_bad_label_on_the_command_line_is_one_error_line_and_exit_2(tmp_path):
+    path = write_npz(tmp_path / "neg.npz", labels_with(5, -3))
+    p = subprocess.run([sys.executable, "-m", "fcl", "run", "--preset", "smoke", "--set",
+                        "data.name=npz", f"data.root={path}", "rounds=5", "data.num_clients=2"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stderr == (f"error: {path}: train_y has label -3 (at index 5,"
+                                              " 1 bad in all); expected integers >= 0\n")
 
 
 def test_idx_reader_real_format(tmp_path):

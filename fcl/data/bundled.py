@@ -42,4 +42,4 @@ def decode_bundled() -> ImageDataset:
     import io
     with np.load(io.BytesIO(blob), allow_pickle=False) as z:
         return from_arrays("fashion_mnist_bundled", z["train_x"], z["train_y"], z["test_x"],
-                           z["test_y"], tuple(z["classes"].tolist()))
+                           z["test_y"], tuple(z["classes"].tolist()), source=str(BUNDLED_PATH))

@@ -110,7 +110,7 @@ def decode(name: str, folder: Path, layout: CifarLayout) -> ImageDataset:
         if len(y) and (y.min() < 0 or y.max() >= len(classes)):
             raise DataError(f"{folder}: {split} labels span {y.min()}..{y.max()} but the meta "
                             f"file names {len(classes)} classes; re-extract {layout.url}")
-    ds = from_arrays(name, tx, ty, sx, sy, classes)
+    ds = from_arrays(name, tx, ty, sx, sy, classes, source=str(folder))
     if ds.num_classes != len(classes):   # labels that never occur at the top end
         raise DataError(f"{folder}: labels use {ds.num_classes} of the {len(classes)} classes "
                         "the meta file names; expected every class in the training set")

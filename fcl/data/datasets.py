@@ -52,7 +52,7 @@ def decode_npz(root: str) -> ImageDataset:
                                 "train_y, test_x, test_y")
             classes = tuple(z["classes"].tolist()) if "classes" in z.files else None
             return from_arrays(os.path.basename(root), z["train_x"], z["train_y"], z["test_x"],
-                               z["test_y"], classes)
+                               z["test_y"], classes, source=root)
     except (OSError, ValueError) as e:
         raise DataError(f"{root}: not a readable .npz file ({e})") from None
 

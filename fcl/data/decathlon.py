@@ -89,7 +89,8 @@ def load_domain(root: Path, domain: str) -> ImageDataset:
         return from_arrays(f"decathlon-{domain}", decode_images(train_paths, SIZE, "center"),
                            np.array(tl, dtype=np.int64),
                            decode_images(val_paths, SIZE, "center"),
-                           np.array(vl, dtype=np.int64), tuple(names))
+                           np.array(vl, dtype=np.int64), tuple(names),
+                           source=str(ann / f"{domain}_{{train,val}}.json"))
 
     ds = cached(f"decathlon-{domain}", ann,
                 [ann / f"{domain}_train.json", ann / f"{domain}_val.json"] + train_paths

@@ -52,7 +52,7 @@ def decode(folder: Path) -> ImageDataset:
             raise DataError(f"{folder}: {split} labels span {y.min()}..{y.max()}; expected "
                             f"0..{len(CLASSES) - 1}")
     return from_arrays("fashion_mnist", train_x.astype(np.uint8, copy=False), train_y,
-                       test_x.astype(np.uint8, copy=False), test_y, CLASSES)
+                       test_x.astype(np.uint8, copy=False), test_y, CLASSES, source=str(folder))
 
 
 def load_fashion_mnist(root: str = "", cfg=None) -> ImageDataset:

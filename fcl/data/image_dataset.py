@@ -34,24 +34,48 @@ class ImageDataset:
         return tuple(self.train_x.shape[1:])
 
 
-def from_arrays(name: str, train_x, train_y, test_x, test_y, classes=None) -> ImageDataset:
-    """Check and convert numpy arrays; images may be (n, H, W), (n, H, W, C) or (n, C, H, W)."""
+def check_labels(a: np.ndarray, num_classes: int | None, where: str) -> None:
+    """Labels are integers in [0, num_classes) (num_classes None: >= 0): a label of -3 would pick
+    class C - 3 by negative indexing and 2.7 would be truncated to 2, both silently."""
+    allowed = (f"integers in [0, {num_classes})" if num_classes is not None
+               else "integers >= 0")
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.number) \
+            or np.issubdtype(a.dtype, np.complexfloating):
+        raise DataError(f"{where} has dtype {a.dtype}; expected {allowed}")
+    bad = ~np.isfinite(a) | (a != np.round(a)) if np.issubdtype(a.dtype, np.floating) \
+        else np.zeros(a.shape, bool)
+    bad |= a < 0
+    if num_classes is not None:
+        bad |= a >= num_classes
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{where} has label {a[i].item()!r} (at index {i}, {int(bad.sum())} bad in "
+                        f"all); expected {allowed}")
+
+
+def from_arrays(name: str, train_x, train_y, test_x, test_y, classes=None,
+                source: str | None = None) -> ImageDataset:
+    """Check and convert numpy arrays; images may be (n, H, W), (n, H, W, C) or (n, C, H, W).
+    Labels must be integers (any integer dtype, or integral floats) in [0, len(classes)), or
+    >= 0 without `classes`; `source` (default `name`): the file or folder errors name."""
+    source = source or name
     def images(a: np.ndarray, split: str) -> torch.Tensor:
         a = np.asarray(a)
         if a.dtype != np.uint8:
-            raise DataError(f"{name}: {split}_x has dtype {a.dtype}; expected uint8 images")
+            raise DataError(f"{source}: {split}_x has dtype {a.dtype}; expected uint8 images")
         if a.ndim == 3:
             a = a[:, None]
         elif a.ndim == 4 and a.shape[-1] in (1, 3) and a.shape[1] not in (1, 3):
             a = a.transpose(0, 3, 1, 2)            # NHWC -> NCHW
         elif a.ndim != 4:
-            raise DataError(f"{name}: {split}_x has shape {a.shape}; expected (n, H, W[, C])")
+            raise DataError(f"{source}: {split}_x has shape {a.shape}; expected (n, H, W[, C])")
         return torch.from_numpy(np.ascontiguousarray(a))
 
     def labels(a, n: int, split: str) -> torch.Tensor:
         a = np.asarray(a).reshape(-1)
         if len(a) != n:
-            raise DataError(f"{name}: {split}_y has {len(a)} labels for {n} images")
+            raise DataError(f"{source}: {split}_y has {len(a)} labels for {n} images")
+        check_labels(a, None if classes is None else len(classes), f"{source}: {split}_y")
         return torch.from_numpy(a.astype(np.int64))
 
     tx, sx = images(train_x, "train"), images(test_x, "test")

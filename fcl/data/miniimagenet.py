@@ -84,7 +84,7 @@ def decode(root: Path, classes: list[str], by_class: dict[str, list[str]]) -> Im
     tx = decode_images([images / f for f, _ in train], SIZE, "squash")
     sx = decode_images([images / f for f, _ in test], SIZE, "squash")
     return from_arrays("miniimagenet", tx, np.array([y for _, y in train]), sx,
-                       np.array([y for _, y in test]), tuple(classes))
+                       np.array([y for _, y in test]), tuple(classes), source=str(root))
 
 
 def load_miniimagenet(root: str, cfg=None) -> ImageDataset:
