@@ -29,6 +29,10 @@ values, and the evaluated model is the dequantized broadcast, what clients start
 carries a quantization error (the error is relative to the update, not to the weights).
 Both are the same at compression.bits=32. Nothing here imports Ray.
 
+A reporting client is sampled, not a straggler, and holds samples of its task this round; one
+with an empty shard (a skewed partition at data.min_client_samples=0) received the broadcast
+and sends nothing, as a straggler (`holding_data`).
+
 The run is a pure function of its config: every random stream is derived from (seed, purpose,
 round, client), so a run resumed from a `RunState` snapshot continues exactly as if it had never
 stopped. The state holds no history: records stream to `on_round`, and `run` collects them.
