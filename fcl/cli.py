@@ -15,9 +15,25 @@ from typing import Callable
 import torch
 
 from fcl import bench, pretrain
-from fcl.cli_args import EXIT_USAGE, add_config_arguments, config_from_args, parse_sets
+from fcl.cli_args import (
+    EXIT_USAGE,
+    EXIT_WRITE_FAILED,
+    OneLineParser,
+    add_config_arguments,
+    check_device,
+    check_output,
+    config_from_args,
+    parse_sets,
+    write_failed,
+)
 from fcl.communication import format_report, params_report
-from fcl.config import ConfigError, describe_keys, iter_fields, parse_value, with_overrides
+from fcl.config import (
+    ConfigError,
+    describe_keys,
+    iter_fields,
+    parse_value,
+    with_overrides,
+)
 from fcl.data.datasets import DataError
 from fcl.engine import prepare_data, run
 from fcl.manifest import write_run_files
@@ -42,8 +58,14 @@ def progress_line(rec, total: int) -> str:
             f"drift {rec['drift']:.3g}{acc} sent {mb:.3f} MB")
 
 
+RUN_OUTPUT_BYTES = 1 << 20      # a run's three Parquet files and manifest: ~0.1-0.5 MB
+
+
 def main_run(args) -> int:
     cfg = config_from_args(args)
+    check_device(cfg)
+    if args.out is not None:
+        check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
     stream = sys.stderr if args.json else sys.stdout
 
     def on_round(rec, _state):
@@ -52,10 +74,14 @@ def main_run(args) -> int:
 
     result = run(cfg, on_round)
     s = result.summary
-    if args.out:
+    failed = None
+    if args.out is not None:
         command = shlex.join(["fcl", *sys.argv[1:]])
-        for path in write_run_files(result, args.out, args.preset or "", command):
-            print(f"wrote {path}", file=stream)
+        try:
+            for path in write_run_files(result, args.out, args.preset or "", command):
+                print(f"wrote {path}", file=stream)
+        except OSError as e:        # checked writable before the run: the disk filled since
+            failed = write_failed("--out", args.out, e)
     if args.json:
         print(json.dumps({**s.row(), "preset": args.preset, "config": cfg.to_flat()}))
     else:
@@ -65,6 +91,9 @@ def main_run(args) -> int:
               f"(TCC {s.tcc_bytes / 1e6:.2f} MB, {s.compression_ratio:.2f}x less than "
               f"full-model FedAvg)  {s.rounds} rounds in {s.wall_s:.1f} s "
               f"({s.samples_per_s:.0f} samples/s)")
+    if failed:
+        print(failed, file=sys.stderr)
+        return EXIT_WRITE_FAILED
     return 0
 
 
@@ -89,14 +118,20 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
 
 
 def main_bench(args) -> int:
-    for flag, value in (("--rounds", args.rounds), ("--repeats", args.repeats - 1)):
-        if value < 0:
-            raise ConfigError(flag, value, "out of range", ">= 0" if flag == "--rounds" else ">= 1")
+    if args.rounds < 0:
+        raise ConfigError("--rounds", args.rounds, "out of range", ">= 0")
+    if args.repeats < 1:
+        raise ConfigError("--repeats", args.repeats, "out of range", ">= 1")
     overrides = parse_sets(args.set)
     if args.device:
+        if overrides.get("run.device", args.device) != args.device:
+            raise ConfigError("--device", args.device, f"contradicts --set run.device="
+                              f"{overrides['run.device']}", "one of the two")
         overrides["run.device"] = args.device
     workloads = ({args.preset: (args.preset, {})} if args.preset else
                  {name: bench.WORKLOADS[name] for name in args.workloads})
+    for spec in workloads.values():     # every config checked before the first measurement
+        check_device(bench.workload_config(spec, args.rounds, overrides))
     if "run.threads" in overrides:
         torch_threads = parse_value("run.threads", overrides["run.threads"], int)
         if torch_threads > 0:
@@ -174,7 +209,7 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="fcl", description="Federated continual learning runs (FCL paper, FLoCoRA).")
     sub = parser.add_subparsers(dest="command", required=True)
     shown = help_preset(list(argv or [])) if argv and ("-h" in argv or "--help" in argv) \

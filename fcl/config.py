@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterator
 
 from fcl.data.domains import parse_domains
+from fcl.models.stages import stage_channels
 
 
 class ConfigError(ValueError):
@@ -81,10 +82,13 @@ def _known_domains(text: str) -> bool:
     return True
 
 
+BACKBONES = ("resnet_tiny", "resnet8", "resnet18")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     backbone: str = opt("resnet_tiny", "frozen backbone (randomly initialised from the seed)",
-                        choices=("resnet_tiny", "resnet8", "resnet18"))
+                        choices=BACKBONES)
     width: int = opt(16, "resnet_tiny only: channels of the first stage (doubles per stage)",
                      **POSITIVE)
     norm: str = opt("group", "normalisation in backbone and proxies (batch: backbone in eval mode)",
@@ -127,6 +131,15 @@ class ModelConfig:
                                        "backbone's frozen norms, Table II 'Vanilla')")
 
     def __post_init__(self):
+        if self.norm == "group" and self.backbone in BACKBONES and self.width > 0:
+            # the rule GroupNorm applies when the model is built, checked with the config
+            channels = stage_channels(self.backbone, self.width)
+            odd = [c for c in channels if c % self.norm_groups] if self.norm_groups > 0 else []
+            if odd:
+                at = f" at model.width={self.width}" if self.backbone == "resnet_tiny" else ""
+                raise ConfigError("model.norm_groups", self.norm_groups, f"does not divide "
+                                  f"{odd[0]}, the channels of a {self.backbone} layer{at}",
+                                  f"a divisor of {math.gcd(*channels)}")
         if self.pretrained == "imagenet":      # torchvision's architecture, nothing else loads
             for key, want in (("backbone", "resnet18"), ("stem", "imagenet"), ("norm", "batch")):
                 if getattr(self, key) != want:

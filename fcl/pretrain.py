@@ -27,7 +27,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.cli_args import add_config_arguments, config_from_args
+from fcl.cli_args import (
+    EXIT_WRITE_FAILED,
+    add_config_arguments,
+    check_device,
+    check_output,
+    config_from_args,
+    write_failed,
+)
 from fcl.config import ClientConfig, ConfigError, RunConfig
 from fcl.models.backbone import Backbone, build_backbone
 from fcl.models.pretrained import architecture, load_pretrained_, save_checkpoint
@@ -113,18 +120,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weight-decay", type=float, default=5e-4)
 
 
+def checkpoint_bytes(cfg: RunConfig) -> int:
+    """About the size of the checkpoint `cfg` gives: float32 parameters and buffers (built on
+    the CPU, untrained: ~0.1 s), plus room for the architecture and report."""
+    net = build_backbone(cfg.model.backbone, 3, cfg.model.norm, cfg.model.width, cfg.seed,
+                         cfg.model.stem, cfg.model.input_size, cfg.model.norm_groups)
+    return 4 * sum(t.numel() for t in net.state_dict().values()) + (1 << 16)
+
+
 def main(args: argparse.Namespace) -> int:
     for flag, value in (("--epochs", args.epochs), ("--lr", args.lr),
                         ("--batch-size", args.batch_size)):
         if not value > 0 or not math.isfinite(value):
             raise ConfigError(flag, value, "out of range", "> 0")
-    if not args.weight_decay >= 0:
+    if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
         raise ConfigError("--weight-decay", args.weight_decay, "out of range", ">= 0")
     cfg = config_from_args(args)
+    check_device(cfg)
+    check_output("--out", args.out, "file", checkpoint_bytes(cfg))    # before the training
     backbone, report = pretrain(cfg, args.epochs, args.lr, args.batch_size, args.weight_decay,
                                 log=lambda line: print(line, file=sys.stderr, flush=True))
-    sha = save_checkpoint(args.out, backbone,
-                          architecture(cfg.model, backbone.stem[0].in_channels), report)
-    print(f"test accuracy {report['test_acc']:.2f}% over {report['classes']} classes after "
-          f"{args.epochs} epochs ({report['wall_s']:.1f} s); wrote {args.out} sha256={sha[:16]}")
+    done = (f"test accuracy {report['test_acc']:.2f}% over {report['classes']} classes after "
+            f"{args.epochs} epochs ({report['wall_s']:.1f} s)")
+    try:
+        sha = save_checkpoint(args.out, backbone,
+                              architecture(cfg.model, backbone.stem[0].in_channels), report)
+    except OSError as e:        # checked writable before the training: the disk filled since
+        print(done, flush=True)
+        print(write_failed("--out", args.out, e), file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    print(f"{done}; wrote {args.out} sha256={sha[:16]}")
     return 0

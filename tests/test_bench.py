@@ -1,9 +1,9 @@
 """`fcl bench`: the table's rows, ratios and target lines."""
 import pytest
+from synthetic import one_thread  # noqa: F401  (a fixture)
 
 from fcl.bench import Row, bench_table, format_table, target_lines
 from fcl.cli import main
-from synthetic import one_thread  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -38,9 +38,22 @@ def test_targets_are_checked_on_the_rows_present():
     ]
 
 
-def test_bad_rounds_is_one_line_and_exit_2(capsys):
-    assert main(["bench", "--rounds", "-1"]) == 2
-    assert capsys.readouterr().err.strip() == "error: --rounds=-1: out of range; allowed: >= 0"
+@pytest.mark.parametrize("argv,line", [
+    (["--rounds", "-1"], "error: --rounds=-1: out of range; allowed: >= 0"),
+    (["--repeats", "0"], "error: --repeats=0: out of range; allowed: >= 1"),
+    (["--set", "run.device=bogus"], ("error: run.device=bogus: unknown value; allowed: auto, "
+                                     "cpu, cuda")),
+    (["--set", "run.threads=-1"], "error: run.threads=-1: out of range; allowed: >= 0"),
+    (["--device", "cpu", "--set", "run.device=auto"], ("error: --device=cpu: contradicts "
+                                                       "--set run.device=auto; allowed: one of "
+                                                       "the two")),
+    (["--set", "rounds=1", "rounds=2"], ("error: rounds=2: given twice (also rounds=1); "
+                                         "allowed: each key once")),
+])
+def test_bad_flags_are_one_line_and_exit_2_before_any_output(argv, line, capsys):
+    assert main(["bench", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", line + "\n")
 
 
 @pytest.mark.parametrize("native, skipped", [(True, []),

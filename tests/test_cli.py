@@ -1,4 +1,5 @@
 """The command line: JSON summary, Parquet output, and one-line errors with exit code 2."""
+import contextlib
 import json
 import os
 import subprocess
@@ -6,7 +7,9 @@ import sys
 
 import pandas as pd
 import pytest
+import torch
 
+from fcl.config import ConfigError
 from fcl.manifest import read_manifest, verify
 
 FAST = ["rounds=5", "data.train_per_class=40", "data.test_per_class=10"]
@@ -63,3 +66,105 @@ def test_help_lists_every_key_with_default():
     for key in RunConfig().to_flat():
         assert key in p.stdout
     assert "default 'fedadam'" in p.stdout and "fedsgd, fedadam, fedadagrad, fedyogi" in p.stdout
+
+
+# --- outputs and the device are checked before any work (in-process: `main(argv)`) ---
+
+@contextlib.contextmanager
+def tmpfs(folder, options="ro,size=1m"):
+    """A tmpfs mounted at `folder` (CI runs as root, which ignores mode bits: a read-only or a
+    full mount is the way to get a folder root cannot write); skips where mount is refused."""
+    os.makedirs(folder, exist_ok=True)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                       capture_output=True, text=True, check=False)
+    if p.returncode:
+        pytest.skip(f"mount -t tmpfs not permitted here: {p.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def in_process(capsys, *argv):
+    from fcl.cli import main
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """`fcl run` refused before the run: the engine is never called."""
+    import fcl.cli
+
+    def refuse(*_, **__):
+        raise AssertionError("the run started")
+    monkeypatch.setattr(fcl.cli, "run", refuse)
+
+
+def fill(folder):
+    with open(os.path.join(folder, "fill"), "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("where,fragment", [
+    ("file", "an existing file, not a folder"),
+    ("under-file", "is a file, not a folder"),
+    ("read-only", "(Read-only file system)"),
+    ("full", "(No space left on device)"),
+    ("almost-full", "MB free in"),
+    ("empty", "--out=: empty"),
+])
+def test_unwritable_out_is_refused_before_the_run(where, fragment, tmp_path, capsys, no_run):
+    (tmp_path / "a-file").write_text("x")
+    out = {"file": tmp_path / "a-file", "under-file": tmp_path / "a-file" / "run",
+           "read-only": tmp_path / "mnt" / "run", "full": tmp_path / "mnt" / "run",
+           "almost-full": tmp_path / "mnt" / "run", "empty": ""}[where]
+    mount = {"read-only": "ro,size=1m", "full": "size=1m", "almost-full": "size=512k"}
+    os.makedirs(tmp_path / "mnt")
+    with tmpfs(tmp_path / "mnt", mount[where]) if where in mount else contextlib.nullcontext():
+        if where == "full":
+            fill(tmp_path / "mnt")
+        code, stdout, err = in_process(capsys, "run", "--preset", "smoke", "--set", *FAST,
+                                       "--out", str(out))
+        assert os.listdir(tmp_path / "mnt") in ([], ["fill"])        # the probe left nothing
+    assert (code, stdout) == (2, "") and err.count("\n") == 1 and err.startswith("error: --out=")
+    assert fragment in err
+
+
+def test_out_that_fails_after_the_run_prints_the_summary_then_one_line(tmp_path, capsys,
+                                                                         monkeypatch):
+    import errno
+
+    import fcl.cli
+
+    def disk_full(*_, **__):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(fcl.cli, "write_run_files", disk_full)
+    code, stdout, err = in_process(capsys, "run", "--preset", "smoke", "--set", *FAST,
+                                   "--quiet", "--out", str(tmp_path / "run"))
+    assert code == 1 and stdout.startswith("ACC ") and stdout.count("\n") == 1
+    assert err == (f"error: --out={tmp_path / 'run'}: writing failed after the work (No space "
+                   "left on device); what it holds is incomplete, the summary above is not\n")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_a_gpu_is_refused_before_the_run(capsys, no_run):
+    code, _, err = in_process(capsys, "run", "--preset", "smoke", "--set", "run.device=cuda")
+    assert (code, err) == (2, ("error: run.device=cuda: no CUDA device is available here; "
+                               "allowed: auto, cpu\n"))
+
+
+def test_a_key_set_twice_is_refused(capsys):
+    from fcl.cli_args import parse_sets
+    with pytest.raises(ConfigError, match=r"^server.lr=0.2: given twice \(also server.lr=0.1\)"):
+        parse_sets(["server.lr=0.1", "rounds=5", " server.lr =0.2"])
+    assert parse_sets(["server.lr=0.1", "client.lr=0.1"]) == {"server.lr": "0.1",
+                                                              "client.lr": "0.1"}
+    code, out, err = in_process(capsys, "params", "--set", "rounds=5", "--set", "rounds=10")
+    assert (code, out) == (2, "") and err == ("error: rounds=10: given twice (also rounds=5); "
+                                              "allowed: each key once\n")

@@ -54,3 +54,29 @@ def test_presets_whose_accuracy_check_passed_default_to_bf16_where_native():
     assert preset("local").run.precision == "auto"
     assert preset("flocora-local").run.precision == "auto"
     assert preset("smoke").run.precision == "fp32"
+
+
+@pytest.mark.parametrize("backbone,width,norm,groups,allowed", [
+    ("resnet_tiny", 16, "group", 3, ("does not divide 16, the channels of a resnet_tiny layer "
+                                     "at model.width=16; allowed: a divisor of 16")),
+    ("resnet_tiny", 6, "group", 4, "does not divide 6"),
+    ("resnet8", 16, "group", 128, "a resnet8 layer; allowed: a divisor of 64"),
+    ("resnet_tiny", 16, "batch", 3, None),                               # no GroupNorm at all
+    ("resnet18", 16, "group", 64, None),
+    ("resnet_tiny", 6, "group", 6, None),
+])
+def test_norm_groups_is_checked_with_the_config_by_the_rule_the_model_applies(
+        backbone, width, norm, groups, allowed):
+    from fcl.models.backbone import build_backbone
+    sets = {"model.backbone": backbone, "model.width": width, "model.norm": norm,
+            "model.norm_groups": groups}
+    if allowed is None:
+        cfg = with_overrides(RunConfig(), sets)
+        build_backbone(backbone, 1, norm, width, 0, norm_groups=groups)   # and the model builds
+        assert cfg.model.norm_groups == groups
+        return
+    with pytest.raises(ConfigError) as e:
+        with_overrides(RunConfig(), sets)
+    assert e.value.key == "model.norm_groups" and allowed in str(e.value)
+    with pytest.raises(ValueError, match="model.norm_groups"):            # the model agrees
+        build_backbone(backbone, 1, norm, width, 0, norm_groups=groups)

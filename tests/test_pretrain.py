@@ -1,11 +1,13 @@
 """`fcl pretrain` writes a backbone checkpoint that `model.weights` loads back bit-identical;
 data-set errors on the command line are one line and exit 2."""
+import contextlib
+
 import pytest
 import torch
 
+from fcl.cli import main
 from fcl.config import DataConfig, RunConfig, iter_fields
 from fcl.data.datasets import LOADERS, DataError, load_dataset
-from fcl.cli import main
 from fcl.engine import run
 from fcl.models.factory import build_model
 from fcl.presets import preset
@@ -84,3 +86,41 @@ def test_every_data_name_has_a_loader_and_paper_presets_follow_table_2():
                 cfg.model.pretrained) == (data, 10, 5, 300, 30, 2, 0.05, "fedadam", 0.5,
                                           "resnet18", "imagenet")
     assert DataConfig().augment is False
+
+
+@pytest.mark.parametrize("where", ["read-only", "under-file", "folder"])
+def test_unwritable_out_is_refused_before_the_training(where, tmp_path, capsys, monkeypatch):
+    from test_cli import tmpfs
+
+    def refuse(*_, **__):
+        raise AssertionError("the training started")
+    monkeypatch.setattr("fcl.pretrain.pretrain", refuse)
+    (tmp_path / "a-file").write_text("x")
+    out = {"read-only": tmp_path / "mnt" / "b.pt", "under-file": tmp_path / "a-file" / "b.pt",
+           "folder": tmp_path}[where]
+    with tmpfs(tmp_path / "mnt") if where == "read-only" else contextlib.nullcontext():
+        code, stdout, err = fcl(capsys, "pretrain", "--preset", "smoke", "--out", str(out))
+    assert (code, stdout) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"error: --out={out}: ")
+
+
+def test_checkpoint_that_fails_after_the_training_is_one_line_after_the_result(tmp_path, capsys,
+                                                                               monkeypatch):
+    import errno
+
+    def disk_full(*_, **__):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr("fcl.pretrain.save_checkpoint", disk_full)
+    code, stdout, err = fcl(capsys, "pretrain", "--preset", "smoke", "--set", *TINY,
+                            "--epochs", "1", "--out", str(tmp_path / "b.pt"))
+    assert code == 1 and stdout.startswith("test accuracy ") and stdout.count("\n") == 1
+    assert err.splitlines()[-1].startswith(f"error: --out={tmp_path / 'b.pt'}: writing failed "
+                                           "after the work (No space left on device)")
+    assert err.splitlines()[:-1] == ["epoch   1/1" + err.splitlines()[0][11:]]   # no traceback
+
+
+def test_checkpoint_bytes_is_the_float32_state_of_the_backbone():
+    from fcl.pretrain import checkpoint_bytes
+    cfg = preset("smoke")
+    net = build_model(cfg.model, (3, 32, 32), [2], cfg.seed).backbone
+    assert checkpoint_bytes(cfg) == 4 * sum(t.numel() for t in net.state_dict().values()) + 65536

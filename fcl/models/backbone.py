@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fcl.models.stages import SPECS, stage_channels
 from fcl.seeding import derive_seed
 
 
@@ -121,12 +122,6 @@ class Stem(nn.Sequential):
         return x
 
 
-SPECS = {  # name -> (channels per stage, blocks per stage)
-    "resnet8": ((64, 128, 256), 1),
-    "resnet18": ((64, 128, 256, 512), 2),
-}
-
-
 class Backbone(nn.Module):
     """`nodes` are the stem output (node 0) and every block output (nodes 1..L);
     `channels[i]` and `reduction[i]` (spatial downsampling vs the input) describe node i."""
@@ -174,11 +169,10 @@ def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int
         if name == "resnet_tiny":
             # Every stage halves the resolution (28 -> 14 -> 7 -> 4): 2x faster than a full-
             # resolution first stage on the CPU, and small images lose little.
-            net = Backbone(in_channels, (width, 2 * width, 4 * width), 1, norm, first_stride=2,
+            net = Backbone(in_channels, stage_channels(name, width), 1, norm, first_stride=2,
                            stem=stem, input_size=input_size, norm_groups=norm_groups)
         else:
-            stages, per_stage = SPECS[name]
-            net = Backbone(in_channels, stages, per_stage, norm, stem=stem,
-                           input_size=input_size, norm_groups=norm_groups)
+            net = Backbone(in_channels, stage_channels(name, width), SPECS[name][1], norm,
+                           stem=stem, input_size=input_size, norm_groups=norm_groups)
     net.requires_grad_(False)
     return net.eval()
