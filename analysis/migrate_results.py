@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.output_paths import unwritable_folder
 from fcl.cli_args import EXIT_USAGE
 from fcl.manifest import read_manifest
 from fcl.records import TaskRecord, columns
@@ -103,6 +104,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis migrate"
     args = p.parse_args(argv)
     if not args.results.is_dir():
         print(f"error: {args.results}: not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    problem = unwritable_folder(args.results, "results")     # migrated in place
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     # The manifest step reads the study scripts, which import Ray: imported here, only for it.
     from analysis.stored_manifest import STUDIES, write_stored_manifest

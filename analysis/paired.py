@@ -8,6 +8,8 @@ every setting alike) cancels out of the comparison.
 For every setting (the config keys the study's manifest says it varies, seed aside) it prints,
 per value, the mean of (setting - reference) over the seeds both ran, its 95% t-interval
 half-width and the number of seeds, as a Markdown table. The reference must match one setting.
+A study folder whose manifest is missing or disagrees with its files is refused in one line
+(`analysis/study_folder.py`), exit code 2.
 """
 from __future__ import annotations
 

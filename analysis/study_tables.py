@@ -9,11 +9,10 @@ here, the task's `reports` named `task_reports` and its cosines kept over the ro
 Nothing here trains or imports Ray: analysis is a function of these files.
 
 Beside them, `study.json` (`fcl.manifest.Manifest`) says what the study was: its doc, searcher,
-the config keys it varies, preset, data set and commit. `load_study` reads it (and checks the
-Parquet files against its hashes), so the figures and the dashboard take the study's settings
-from it instead of re-inferring them; a folder without one (results written before manifests)
-still loads, its settings inferred from the columns (every config column that takes several
-values).
+the config keys it varies, preset, data set and commit. `load_study` reads a folder only when
+its manifest is there and agrees with its files (`analysis/study_folder.py`; SchemaError, one
+line, otherwise), so the figures and the dashboard take the study's settings from it instead of
+re-inferring them, and state what they were drawn from (`Study.provenance`).
 
 Trials that failed (status ERROR, or no final ACC) are left out of every figure; how many were
 left out is kept so the caller can say so.
@@ -27,8 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from fcl.manifest import Manifest, ManifestError, dataset_label, read_manifest, verify
-from fcl.results_io import ERROR, OPTUNA_COLUMN, SCHEMA_VERSION  # the newest schema this code reads
+from analysis.study_folder import SchemaError, checked_manifest, holds_study
+from fcl.manifest import Manifest, dataset_label
+from fcl.results_io import ERROR, SCHEMA_VERSION  # the newest schema this code reads
 from fcl.results_io import REQUIRED_ROUND_COLUMNS as ROUND_COLUMNS_V2
 from fcl.results_io import REQUIRED_ROUND_COLUMNS_V1 as ROUND_COLUMNS
 from fcl.results_io import REQUIRED_TASK_COLUMNS as TASK_COLUMNS
@@ -38,18 +38,14 @@ from fcl.results_io import REQUIRED_TRIAL_COLUMNS as TRIAL_COLUMNS
 NOT_A_SETTING = ("seed", "data.name", "data.root", "run.device", "run.threads")
 
 
-class SchemaError(ValueError):
-    """A Parquet file that is not a study table this code can read; `str()` is one line."""
-
-
 @dataclass(frozen=True)
 class Study:
     name: str
     folder: Path
     trials: pd.DataFrame             # completed trials only, plus a `dataset` column
     rounds: pd.DataFrame | None      # rows of completed trials; None when rounds.parquet is absent
+    manifest: Manifest               # study.json, checked against the files
     failed: int = 0                  # trials left out (status ERROR or no ACC)
-    manifest: Manifest | None = None     # study.json; None for results stored before manifests
 
     def need_rounds(self, figure: str) -> pd.DataFrame:
         if self.rounds is None:
@@ -57,9 +53,9 @@ class Study:
         return self.rounds
 
     @property
-    def settings(self) -> tuple[str, ...] | None:
-        """The config keys the study varies (the manifest's); None: infer from the columns."""
-        return self.manifest.varying if self.manifest else None
+    def settings(self) -> tuple[str, ...]:
+        """The config keys the study varies (the manifest's)."""
+        return self.manifest.varying
 
     def varying(self, df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
         return varying_settings(df, exclude, self.settings)
@@ -69,29 +65,29 @@ class Study:
 
     @property
     def is_search(self) -> bool:
-        """Drawn by a searcher (Optuna); without a manifest: its trials carry Optuna numbers."""
-        if self.manifest is not None:
-            return self.manifest.searcher is not None
-        return OPTUNA_COLUMN in self.trials and self.trials[OPTUNA_COLUMN].notna().any()
+        """Drawn by a searcher (Optuna), as the manifest says."""
+        return self.manifest.searcher is not None
 
     @property
     def doc(self) -> str:
         """The first paragraph of the study script's docstring, as one line."""
-        doc = self.manifest.doc if self.manifest else ""
-        return " ".join(doc.strip().split("\n\n")[0].split())
+        return " ".join(self.manifest.doc.strip().split("\n\n")[0].split())
 
     def drawn_from(self, dataset: str | None = None) -> str:
         """`preset cifar10-local · data set cifar10 · commit f9fe6bc`: what the study (or its
-        data set `dataset`) was drawn from: the manifest's; without one, the trials' columns."""
-        if self.manifest is not None:
-            preset, stored, commit = (self.manifest.preset, self.manifest.dataset,
-                                      self.manifest.fcl_git)
-        else:
-            preset, stored, commit = (", ".join(sorted(self.trials[c].dropna().astype(str)
-                                                       .unique())) if c in self.trials else ""
-                                      for c in ("preset", "dataset", "fcl_git"))
-        return (f"preset {preset or '?'} · data set {dataset or stored or '?'} · "
-                f"commit {commit or '?'}")
+        data set `dataset`) was drawn from; the data sets its trials ran on, else the
+        manifest's."""
+        stored = ", ".join(sorted(self.trials["dataset"].astype(str).unique())) or \
+            self.manifest.dataset
+        return (f"preset {self.manifest.preset or '?'} · data set {dataset or stored or '?'} · "
+                f"commit {self.manifest.fcl_git or '?'}")
+
+    @property
+    def provenance(self) -> str:
+        """`drawn from results/ablation_lr · preset ... · data set ... · commit ...`, the line
+        under every figure and table (the folder as `<results folder>/<study>`)."""
+        folder = self.folder.resolve()
+        return f"drawn from {folder.parent.name}/{folder.name} · {self.drawn_from()}"
 
 
 class MissingStudy(LookupError):
@@ -129,12 +125,14 @@ def per_task_rounds(folder: Path) -> pd.DataFrame | None:
 
 
 def load_study(results: str | os.PathLike, name: str) -> Study:
-    """The study's completed trials (and their rounds); MissingStudy if trials.parquet is absent,
-    SchemaError if a file is there but is not a study table."""
+    """The study's completed trials (and their rounds); MissingStudy if no study is stored
+    there, SchemaError if the folder is not whole (`checked_manifest`) or a file is there but
+    is not a study table."""
     folder = Path(results) / name
     trials_path = folder / "trials.parquet"
-    if not trials_path.is_file():
+    if not holds_study(folder):
         raise MissingStudy(f"{name}: {trials_path} not found; skipped")
+    manifest = checked_manifest(folder)
     trials = _read(trials_path, TRIAL_COLUMNS)
     ok = (trials["status"].astype(str) != ERROR) & pd.to_numeric(
         trials["acc"], errors="coerce").notna()
@@ -146,7 +144,6 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
     trials["dataset"] = [dataset_label(n, r) for n, r in zip(
         trials.get("data.name", pd.Series("?", index=trials.index)),
         trials.get("data.root", pd.Series("", index=trials.index)))]
-    manifest = checked_manifest(folder)
     rounds = per_task_rounds(folder)
     if rounds is not None:
         rounds = rounds[rounds["trial_id"].isin(trials["trial_id"])]
@@ -154,20 +151,7 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
         settings = [c for c in trials.columns if is_config_key(c) or c == "dataset"]
         missing = [c for c in settings if c not in rounds.columns]
         rounds = rounds.merge(trials[["trial_id", *missing]], on="trial_id", how="left")
-    return Study(name, folder, trials.reset_index(drop=True), rounds, failed, manifest)
-
-
-def checked_manifest(folder: Path) -> Manifest | None:
-    """The folder's manifest, its files checked against their hashes (SchemaError on a
-    mismatch: Parquet replaced or half-written after it); None where there is none."""
-    try:
-        manifest = read_manifest(folder)
-    except ManifestError as bad:
-        raise SchemaError(str(bad)) from None
-    problems = verify(folder, manifest) if manifest is not None else []
-    if problems:
-        raise SchemaError(problems[0])
-    return manifest
+    return Study(name, folder, trials.reset_index(drop=True), rounds, manifest, failed)
 
 
 def is_config_key(column: str) -> bool:
@@ -184,7 +168,7 @@ def varying_settings(df: pd.DataFrame, exclude: tuple[str, ...] = (),
                      keys: tuple[str, ...] | None = None) -> list[str]:
     """The settings that take more than one value across these trials, in column order: the
     config keys the study varies (`keys`: its manifest's `varying`; None: every config
-    column, for results without a manifest) and the data set; seeds, plumbing (`NOT_A_SETTING`)
+    column, for a bare table of trials) and the data set; seeds, plumbing (`NOT_A_SETTING`)
     and the figure's own axes (`exclude`) left out."""
     def candidate(column: str) -> bool:
         if column == "dataset":

@@ -54,7 +54,16 @@ def stored(tmp_path):
     folder = tmp_path / "drift_correction"
     folder.mkdir()
     pd.DataFrame(rows).to_parquet(folder / "trials.parquet", index=False)
+    write_method_manifest(folder, {"method": list(METHOD_KEYS),
+                                   "schedule.order": ["schedule.order"]})
     return tmp_path
+
+
+def write_method_manifest(folder, axes: dict) -> None:
+    """The manifest of the study as declared by `axes` (name -> the keys it sets)."""
+    write_manifest(folder, Manifest(
+        "drift_correction", "local", "fashion_mnist_bundled", RunConfig().to_flat(),
+        varying=tuple(k for keys in axes.values() for k in keys), axes=axes, seeds=(0, 1, 2)))
 
 
 def test_figure_draws_mean_and_t_interval_over_seeds(stored, tmp_path):
@@ -90,10 +99,7 @@ def test_dashboard_tab_shows_methods_per_order(stored):
 def test_method_charts_where_one_axis_sets_client_and_server_together(stored, axes, methods):
     """The manifest decides: one variant axis setting client.algorithm and server.optimizer
     makes a comparison of methods; the same keys as separate axes are plain settings."""
-    varying = tuple(k for keys in axes.values() for k in keys)
-    write_manifest(stored / "drift_correction", Manifest(
-        "drift_correction", "local", "fashion_mnist_bundled", RunConfig().to_flat(),
-        varying=varying, axes=axes, seeds=(0, 1, 2)))
+    write_method_manifest(stored / "drift_correction", axes)
     (view,) = study_views(load_study(stored, "drift_correction"))
     titles = [c["layout"]["title"]["text"] for c in view.charts]
     assert any("per method" in t for t in titles) == methods

@@ -210,8 +210,7 @@ def test_wrong_schema_is_one_clear_error(study_results, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "bwt_f" in err[0]
     (folder / "trials.parquet").write_text("not parquet")
-    (folder / "study.json").unlink()            # as results stored before manifests
-    with pytest.raises(SchemaError, match="not a readable Parquet file"):
+    with pytest.raises(SchemaError, match="trials.parquet is not readable Parquet"):
         load_study(tmp_path / "results", "ablation_lr")
     with pytest.raises(MissingStudy):
         load_study(tmp_path / "results", "noniid")
@@ -260,7 +259,8 @@ def test_a_study_reads_its_manifest_and_states_what_it_was_drawn_from(study_resu
 
 def test_settings_come_from_the_manifest_not_from_every_column(study_results, tmp_path):
     """A config column that differs between trials but is not a key the study varies (here
-    `eval.batch_size`, changed by hand) makes no panel; without a manifest it does."""
+    `eval.batch_size`, changed by hand) makes no panel; without a manifest the folder is
+    refused (nothing is inferred from the columns)."""
     folder = tmp_path / "results" / "scalability"
     shutil.copytree(study_results / "scalability", folder)
     trials = pd.read_parquet(folder / "trials.parquet")
@@ -269,9 +269,9 @@ def test_settings_come_from_the_manifest_not_from_every_column(study_results, tm
     restamp(folder)
     declared = fcl_paper.fig5c(load_study(tmp_path / "results", "scalability"), tmp_path)
     assert set(declared.data["panel"]) == {""}
-    (folder / "study.json").unlink()            # results stored before manifests: inferred
-    inferred = fcl_paper.fig5c(load_study(tmp_path / "results", "scalability"), tmp_path)
-    assert set(inferred.data["panel"]) == {"eval.batch_size=64", "eval.batch_size=128"}
+    (folder / "study.json").unlink()            # as results stored before manifests
+    with pytest.raises(SchemaError, match="no study.json .*python -m analysis migrate"):
+        load_study(tmp_path / "results", "scalability")
 
 
 def test_parquet_replaced_after_its_manifest_is_one_clear_error(study_results, tmp_path):
@@ -279,5 +279,7 @@ def test_parquet_replaced_after_its_manifest_is_one_clear_error(study_results, t
     shutil.copytree(study_results / "noniid", folder)
     trials = pd.read_parquet(folder / "trials.parquet")
     trials.iloc[:-1].to_parquet(folder / "trials.parquet")       # a row lost, manifest kept
-    with pytest.raises(SchemaError, match=r"trials.parquet: sha256 differs from study.json"):
+    with pytest.raises(SchemaError, match=rf"noniid: refused: trials.parquet has "
+                                          rf"{len(trials) - 1} rows, study.json says "
+                                          rf"{len(trials)} \(replaced or half-written"):
         load_study(tmp_path / "results", "noniid")

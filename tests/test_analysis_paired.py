@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis import paired
+from fcl.manifest import Manifest, write_manifest
 
 
 def trials() -> pd.DataFrame:
@@ -43,6 +44,8 @@ def test_a_reference_that_matches_several_settings_is_refused():
 def test_command_prints_a_markdown_table_and_refuses_bad_input(tmp_path, capsys):
     (tmp_path / "q").mkdir()
     trials().to_parquet(tmp_path / "q" / "trials.parquet")
+    write_manifest(tmp_path / "q", Manifest("q", "smoke", "cifar10", {},
+                                            varying=("compression.bits",), seeds=(0, 1, 2)))
     assert paired.main(["q", "--results", str(tmp_path), "--ref", "compression.bits=32"]) == 0
     out = capsys.readouterr().out
     assert "| 2 | -5.00 ± 0.00 (3) |" in out

@@ -21,11 +21,20 @@ STORED = sorted(p.parent.name for p in RESULTS.glob("*/trials.parquet"))
 
 
 def test_figures_rewrite_the_committed_tables_and_csvs_byte_for_byte(tmp_path):
+    """CSV and Markdown alike, the Markdown's last line saying what it was drawn from."""
     assert figures_main(["--results", str(RESULTS), "--out", str(tmp_path)]) == 0
     committed = sorted(p.name for p in FIGURES.iterdir() if p.suffix in (".csv", ".md"))
     assert len(committed) == 19                 # 15 figures' CSVs, 4 tables' CSV + MD
     differ = [n for n in committed if (tmp_path / n).read_bytes() != (FIGURES / n).read_bytes()]
     assert differ == []
+    for md in (p for p in FIGURES.glob("*.md")):
+        study = {"table3": "optimizers", "table4": "optimizers", "flocora_table3":
+                 "flocora_quantization", "drift_correction_table": "drift_correction"}[md.stem]
+        manifest = read_manifest(RESULTS / study)
+        assert md.read_text().splitlines()[-1] == (
+            f"drawn from results/{study} · preset {manifest.preset} · data set "
+            f"{manifest.dataset} · commit {manifest.fcl_git}")
+    assert not [p for p in FIGURES.glob("*.csv") if "drawn from" in p.read_text()]
 
 
 @pytest.mark.parametrize("name", STORED)

@@ -13,6 +13,10 @@ FLoCoRA studies), bytes against accuracy with the Pareto front. A search's view
 so far, the sampled keys against ACC, and the trials ASHA stopped early. Which study gets which
 charts is decided in `analysis/dashboard/views.py`, from the manifest.
 
+`--out` is checked writable before any study is read; every study folder under `--results` is
+loaded, and checked against its manifest (`analysis/study_folder.py`), before the page is
+written: one that is not whole refuses the page with one line `error: ...` and exit code 2.
+
 The page records its own script errors and the number of charts it drew in attributes of
 <body> (`data-errors`, `data-charts-expected`, `data-charts-rendered`), so a headless browser
 test can read them from the DOM.
@@ -29,13 +33,11 @@ from plotly.offline import get_plotlyjs
 from plotly.utils import PlotlyJSONEncoder
 
 from analysis.dashboard.views import View, study_views
+from analysis.output_paths import unwritable_file
+from analysis.study_folder import study_folders
 from analysis.study_tables import MissingStudy, SchemaError, load_study
 from fcl.atomic_file import write_text_atomic
 from fcl.cli_args import EXIT_USAGE
-
-
-def stored_studies(results: Path) -> list[str]:
-    return sorted(p.parent.name for p in results.glob("*/trials.parquet"))
 
 
 PAGE = """<!DOCTYPE html>
@@ -121,20 +123,25 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis dashboar
                    help="folder with <study>/trials.parquet (default: results/)")
     p.add_argument("--out", type=Path, default=Path("dashboard.html"), help="the HTML file")
     args = p.parse_args(argv)
-    names = stored_studies(args.results) if args.results.is_dir() else []
+    problem = unwritable_file(args.out, "--out")
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    names = study_folders(args.results)      # whole or not: a broken one is refused below
     names.sort(key=lambda n: n != "optimizers")     # the optimizer comparison opens first
     if not names:
         print(f"error: --results={args.results}: no <study>/trials.parquet found", file=sys.stderr)
         return EXIT_USAGE
-    views = []
-    for name in names:
+    studies = []
+    for name in names:                     # every folder checked before any view is drawn
         try:
-            views += study_views(load_study(args.results, name))
+            studies.append(load_study(args.results, name))
         except SchemaError as bad:
             print(f"error: {bad}", file=sys.stderr)
             return EXIT_USAGE
         except MissingStudy as missing:
             print(f"skip {missing}", file=sys.stderr)
+    views = [view for study in studies for view in study_views(study)]
     write_text_atomic(render_page(views, args.results), args.out)
     print(f"{args.out}: {len(views)} views, {sum(len(v.charts) for v in views)} charts "
           f"from {len(names)} studies", file=sys.stderr)

@@ -3,10 +3,8 @@ as a search (`Manifest.searcher`), a grid per data set with ACC and BWT_f per se
 settings: `Manifest.varying`), as methods where a variant axis sets the client algorithm and
 the server optimizer together (`Manifest.axes`), and bytes against ACC where the study compares
 messages (it varies the compression or the adapter, or its base config is a LoRA one). Every
-view's header says the preset, data set and commit it was drawn from.
-
-Results stored before manifests fall back to the columns: a search where trials carry Optuna
-numbers, methods where both keys vary, bytes where they differ between settings."""
+view's header says the preset, data set and commit it was drawn from. A folder without a
+manifest is refused before it gets here (`analysis/study_folder.py`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,9 +31,7 @@ class View:
     doc: str = ""            # the study's doc, first paragraph (the page title of one study)
 
 
-def compares_methods(study: Study, trials: pd.DataFrame) -> bool:
-    if study.manifest is None:
-        return all(k in trials and trials[k].nunique() > 1 for k in METHOD_AXIS_KEYS)
+def compares_methods(study: Study) -> bool:
     return any(METHOD_AXIS_KEYS <= set(keys) for keys in study.manifest.axes.values())
 
 
@@ -44,8 +40,8 @@ def compares_messages(study: Study, trials: pd.DataFrame) -> bool:
     if mb.nunique() > 1:
         return True
     m = study.manifest
-    return m is not None and (any(k.startswith(MESSAGE_KEYS) for k in m.varying)
-                              or m.base.get("model.adapter") == "lora")
+    return (any(k.startswith(MESSAGE_KEYS) for k in m.varying)
+            or m.base.get("model.adapter") == "lora")
 
 
 def search_views(study: Study) -> list[View]:
@@ -64,7 +60,7 @@ def search_views(study: Study) -> list[View]:
 
 def grid_charts(study: Study, trials: pd.DataFrame, keys: list[str]) -> list:
     """One data set's charts of a grid study."""
-    if compares_methods(study, trials):       # settings that read better as methods
+    if compares_methods(study):       # settings that read better as methods
         found = method_charts(trials)
     else:
         found = [charts.metric_chart(trials, keys, "acc",

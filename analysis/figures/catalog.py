@@ -3,8 +3,12 @@
     python -m analysis figures                                  # everything that has results
     python -m analysis figures --only fig5a --results results/ --out figures/
 
-A figure whose study is not stored is skipped with one line; a Parquet file that is not a study
-table stops with one line `error: ...` and exit code 2.
+`--out` is checked writable before anything is read. Then every study the chosen figures read
+is loaded (and checked against its manifest, `analysis/study_folder.py`) before any figure is
+drawn: one folder that is not whole (no `study.json`, or one that disagrees with its files), or a
+Parquet file that is not a study table, refuses the whole run with one line `error: ...` and exit
+code 2, and nothing is written: a regeneration never mixes figures of whole studies with none of
+a broken one. A figure whose study is not stored at all is skipped with one line.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Callable
 
 from analysis.figures import drift_correction, fcl_paper, fcl_paper_tables, flocora
 from analysis.figures.files import Produced, save_data_csv
+from analysis.output_paths import unwritable_folder
 from analysis.study_tables import MissingStudy, SchemaError, Study, load_study
 from fcl.cli_args import EXIT_USAGE
 
@@ -55,15 +60,29 @@ FIGURES: dict[str, Figure] = {
 }
 
 
-def make_figure(name: str, results: Path, out: Path) -> tuple[Produced, Study]:
-    """Draw one figure from the first stored study it reads; MissingStudy if none is stored."""
+def load_studies(results: Path, names: list[str]) -> dict[str, Study | MissingStudy]:
+    """Every study these figures read, by name: the Study, or why it is not stored. A study
+    folder that is not whole raises SchemaError (the run is refused before anything is drawn)."""
+    loaded: dict[str, Study | MissingStudy] = {}
+    for study_name in dict.fromkeys(s for name in names for s in FIGURES[name].studies):
+        try:
+            loaded[study_name] = load_study(results, study_name)
+        except MissingStudy as missing:
+            loaded[study_name] = missing
+    return loaded
+
+
+def make_figure(name: str, results: Path, out: Path,
+                loaded: dict[str, Study | MissingStudy] | None = None) -> tuple[Produced, Study]:
+    """Draw one figure from the first stored study it reads (from `loaded` where given);
+    MissingStudy if none is stored."""
     figure = FIGURES[name]
+    loaded = loaded if loaded is not None else load_studies(results, [name])
     notices = []
     for study_name in figure.studies:
-        try:
-            study = load_study(results, study_name)
-        except MissingStudy as missing:
-            notices.append(str(missing))
+        study = loaded[study_name]
+        if isinstance(study, MissingStudy):
+            notices.append(str(study))
             continue
         produced = figure.make(study, out)
         if not any(p.suffix == ".csv" for p in produced.paths):   # the numbers behind a plot
@@ -83,17 +102,25 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where PNG/PDF/Markdown/CSV go (default: figures/)")
     args = p.parse_args(argv)
-    if not args.results.is_dir():
-        print(f"error: --results={args.results}: not a folder", file=sys.stderr)
+    names = args.only or list(FIGURES)
+    problem = (None if args.results.is_dir() else f"--results={args.results}: not a folder"
+               ) or unwritable_folder(args.out, "--out")
+    if problem is None:
+        try:
+            loaded = load_studies(args.results, names)
+        except SchemaError as bad:
+            problem = str(bad)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     made = 0
-    for name in args.only or FIGURES:
+    for name in names:
         try:
-            produced, study = make_figure(name, args.results, args.out)
+            produced, study = make_figure(name, args.results, args.out, loaded)
         except MissingStudy as missing:
             print(f"skip {missing}", file=sys.stderr)
             continue
-        except SchemaError as bad:
+        except SchemaError as bad:            # a column a figure needs is not there
             print(f"error: {bad}", file=sys.stderr)
             return EXIT_USAGE
         made += 1
@@ -102,6 +129,6 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
         if study.failed:
             print(f"note {name}: {study.failed} failed trial(s) of {study.name} left out",
                   file=sys.stderr)
-    print(f"{made} of {len(args.only or FIGURES)} figures/tables written to {args.out}",
+    print(f"{made} of {len(names)} figures/tables written to {args.out}",
           file=sys.stderr)
     return 0

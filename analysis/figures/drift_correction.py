@@ -47,8 +47,9 @@ def drift_correction(study: Study, out: Path) -> Produced:
                  "(mean, 95% CI over seeds)")
     fig.tight_layout()
     data = pd.concat(summaries, ignore_index=True)
-    paths = save_figure(fig, out, "drift_correction")
-    paths += save_table(data, _markdown(data), out, "drift_correction_table")
+    paths = save_figure(fig, out, "drift_correction", study.provenance)
+    paths += save_table(data, _markdown(data), out, "drift_correction_table",
+                        study.provenance)
     return Produced(paths, data, drawn)
 
 

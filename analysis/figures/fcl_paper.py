@@ -61,10 +61,12 @@ def fig3a(study: Study, out: Path) -> Produced:
                    label=ORDER_LABELS.get(order, order))
         ax.set_xticks(np.arange(len(tasks)), [f"T{t + 1}" for t in tasks])
         ax.set(xlabel="task", ylabel="accuracy after the last round (%)", title=title)
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.15)           # room above the bars for the legend
+        ax.legend(fontsize=8, ncol=len(orders), loc="upper center")
         summaries.append(tag(stats, title))
     fig.suptitle("Fig. 3a: task-wise accuracy per task order (mean, 95% CI over seeds)")
-    return Produced(save_figure(fig, out, "fig3a"), pd.concat(summaries, ignore_index=True))
+    paths = save_figure(fig, out, "fig3a", study.provenance)
+    return Produced(paths, pd.concat(summaries, ignore_index=True))
 
 
 def fig3b(study: Study, out: Path) -> Produced:
@@ -139,7 +141,8 @@ def _round_lines(study: Study, df: pd.DataFrame, out: Path, name: str, value: st
         ax.set(xlabel="round", ylabel=ylabel, title=title)
         ax.legend(fontsize=8)
     fig.suptitle(suptitle)
-    return Produced(save_figure(fig, out, name), pd.concat(summaries, ignore_index=True))
+    paths = save_figure(fig, out, name, study.provenance)
+    return Produced(paths, pd.concat(summaries, ignore_index=True))
 
 
 # --- Fig. 5 ------------------------------------------------------------------------------------
@@ -178,7 +181,8 @@ def _heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: st
             summaries.append(tag(stats.assign(metric=metric), ptitle))
     fig.suptitle(f"{title} (cells: mean ± std over seeds)")
     fig.tight_layout()
-    return Produced(save_figure(fig, out, name), pd.concat(summaries, ignore_index=True), drawn)
+    paths = save_figure(fig, out, name, study.provenance)
+    return Produced(paths, pd.concat(summaries, ignore_index=True), drawn)
 
 
 def _grid(stats: pd.DataFrame, rows: str | None, cols: str, value: str, col_order) -> pd.DataFrame:

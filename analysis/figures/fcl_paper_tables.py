@@ -74,7 +74,7 @@ def table3(study: Study, out: Path) -> Produced:
         rows.append([*map(fmt_value, blk), OPTIMIZER_LABELS.get(opt, opt), *cells])
     md = (f"Table 3 ({study.name}): ACC (%) and BWT_f (points), mean ± std over seeds; "
           f"bold = top two per data set and η.\n\n" + markdown_table(header, rows))
-    return Produced(save_table(stats, md, out, "table3"), stats)
+    return Produced(save_table(stats, md, out, "table3", study.provenance), stats)
 
 
 def table4(study: Study, out: Path) -> Produced:
@@ -106,4 +106,4 @@ def table4(study: Study, out: Path) -> Produced:
     md = (f"Table 4 ({study.name}; FedAdam η=0.5 where present): mean ± std over seeds. "
           f"Sizes are float32 trainable task modules (backbone not stored); communication is "
           f"all clients' bytes per round as encoded.\n\n" + markdown_table(header, rows))
-    return Produced(save_table(stats, md, out, "table4"), stats)
+    return Produced(save_table(stats, md, out, "table4", study.provenance), stats)

@@ -1,5 +1,8 @@
 """Where a figure or table goes: PNG + PDF for figures, Markdown + CSV for tables, each written
-to a temp name in the same folder and renamed, so a reader never sees half a file."""
+to a temp name in the same folder and renamed, so a reader never sees half a file. Every figure
+and every Markdown table states what it was drawn from (`Study.provenance`: the study folder,
+preset, data set and commit), a figure in a footer under everything it draws, a table in a line
+under it; the CSVs stay pure data."""
 from __future__ import annotations
 
 import math
@@ -27,7 +30,44 @@ def _atomic(path: Path, write) -> Path:
     return path
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
+FOOTER_PT = 7.5                 # the provenance footer's font size (points)
+FOOTER_GAP_IN = 0.08            # its gap below the lowest thing drawn (inches)
+
+
+def add_footer(fig: plt.Figure, source: str) -> None:
+    """`source` in small grey text, left-aligned under the lowest and leftmost thing the figure
+    draws (tick labels, axis labels, colour bars, legends), so it overlaps none of them; the
+    tight bounding box of the saved file grows to hold it."""
+    box = fig.get_tightbbox(fig.canvas.get_renderer())          # inches, figure origin
+    width, height = fig.get_size_inches()
+    fig.text(box.x0 / width, (box.y0 - FOOTER_GAP_IN) / height, source, ha="left", va="top",
+             fontsize=FOOTER_PT, color="#444444")
+
+
+def wrap_titles(fig: plt.Figure) -> None:
+    """Panel titles wider than their panel broken after a `, ` (a facet's title lists every
+    setting it fixes), so that neighbouring titles do not run into each other."""
+    for ax in fig.axes:
+        title = ax.get_title()
+        width_pt = ax.get_position().width * fig.get_size_inches()[0] * 72
+        chars = max(20, int(width_pt / (0.55 * ax.title.get_fontsize())))
+        lines = [""]
+        for part in title.split(", ") if len(title) > chars else ():
+            if lines[-1] and len(lines[-1]) + 2 + len(part) > chars:
+                lines[-1] += ","
+                lines.append(part)
+            else:
+                lines[-1] = f"{lines[-1]}, {part}" if lines[-1] else part
+        if len(lines) > 1:
+            ax.set_title("\n".join(lines))
+
+
+def save_figure(fig: plt.Figure, out_dir: Path, name: str, source: str) -> list[Path]:
+    """`<name>.png` and `.pdf`: titles wrapped, laid out so that nothing overlaps, `source`
+    (what it was drawn from) as the footer."""
+    wrap_titles(fig)
+    fig.tight_layout()
+    add_footer(fig, source)
     paths = [_atomic(Path(out_dir) / f"{name}.{ext}",
                      lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=150,
                                                       bbox_inches="tight"))
@@ -36,8 +76,10 @@ def save_figure(fig: plt.Figure, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
-def save_table(df: pd.DataFrame, markdown: str, out_dir: Path, name: str) -> list[Path]:
-    def write_text(tmp, text=markdown):
+def save_table(df: pd.DataFrame, markdown: str, out_dir: Path, name: str,
+               source: str) -> list[Path]:
+    """`<name>.csv` (the numbers, nothing else) and `<name>.md`, `source` in a line under it."""
+    def write_text(tmp, text=f"{markdown.rstrip()}\n\n{source}\n"):
         Path(tmp).write_text(text)
     return [_atomic(Path(out_dir) / f"{name}.csv", lambda tmp: df.to_csv(tmp, index=False)),
             _atomic(Path(out_dir) / f"{name}.md", write_text)]

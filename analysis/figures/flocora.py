@@ -64,7 +64,8 @@ def fig2_flocora(study: Study, out: Path) -> Produced:
         ax.set(xlabel="LoRA rank r", ylabel="ACC (%)", title=title)
         ax.legend(fontsize=8)
     fig.suptitle(f"FLoCoRA Fig. 2: accuracy vs rank ({study.name}; mean, 95% CI over seeds)")
-    return Produced(save_figure(fig, out, "flocora_fig2"), pd.concat(summaries, ignore_index=True))
+    paths = save_figure(fig, out, "flocora_fig2", study.provenance)
+    return Produced(paths, pd.concat(summaries, ignore_index=True))
 
 
 def _config_label(key: tuple) -> str:
@@ -95,7 +96,8 @@ def fig3_flocora(study: Study, out: Path) -> Produced:
         ax.set(xlabel="round", ylabel="mean accuracy over tasks (%)", title=title)
         ax.legend(fontsize=8)
     fig.suptitle(f"FLoCoRA Fig. 3: accuracy over rounds, FP vs quantized ({study.name})")
-    return Produced(save_figure(fig, out, "flocora_fig3"), pd.concat(summaries, ignore_index=True))
+    paths = save_figure(fig, out, "flocora_fig3", study.provenance)
+    return Produced(paths, pd.concat(summaries, ignore_index=True))
 
 
 def table_iii_flocora(study: Study, out: Path) -> Produced:
@@ -129,4 +131,5 @@ def table_iii_flocora(study: Study, out: Path) -> Produced:
              f"{r['tcc_mb']:.3f}", f"{r['reduction']:.1f}x"] for _, r in stats.iterrows()]
     md = (f"FLoCoRA Table III ({study.name}): total communication cost (up + down, all rounds and "
           f"clients) and ACC, mean ± std over seeds.\n\n" + markdown_table(header, rows))
-    return Produced(save_table(stats, md, out, "flocora_table3"), stats.reset_index(drop=True))
+    paths = save_table(stats, md, out, "flocora_table3", study.provenance)
+    return Produced(paths, stats.reset_index(drop=True))
