@@ -19,10 +19,10 @@ from typing import TextIO
 
 import ray
 
-from fcl.config import with_overrides
+from fcl.config import ConfigError, with_overrides
 from fcl.manifest import replace_study_files
 from fcl.results_io import ERROR
-from fcl.tune import cluster, export, progress, state as states
+from fcl.tune import cluster, disk_full, export, progress, state as states
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, plan_study
 from fcl.tune.searchers import dashboard_command
@@ -60,22 +60,45 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         res = plan.resources(ray.cluster_resources(), cluster.can_autoscale())
         if not plan.cfg.run.threads:
             plan = replace(plan, cfg=with_overrides(plan.cfg, {"run.threads": res.threads}))
-        grid, interrupted = fit(plan, state, res, out)
-        return export_study(plan, grid, interrupted, time.perf_counter() - t0, out)
+        grid, interrupted, full = fit(plan, state, res, out)
+        if full:
+            raise disk_full_error(plan.opts, state, f"trial {full[0]}")
+        try:
+            return export_study(plan, grid, interrupted, time.perf_counter() - t0, out)
+        except OSError as e:
+            if not disk_full.says_disk_full(str(e)):
+                raise
+            raise disk_full_error(plan.opts, state, "the export") from None
     finally:
         if started:
             ray.shutdown()
 
 
 def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO):
-    """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted)."""
+    """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted,
+    the trials that hit a full disk)."""
     states.enter(state, plan.opts, plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
     tuner = make_tuner(plan, state, res, out)
-    with progress.quiet_interrupt() as interrupted:
-        grid = tuner.fit()
-    return grid, bool(interrupted)
+    with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full:
+        try:
+            grid = tuner.fit()
+        except Exception:            # reading back what the full disk truncated (error.pkl)
+            if not full:
+                raise
+            grid = None
+    return grid, bool(interrupted), list(full)
+
+
+def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> ConfigError:
+    """The one line a study ends with when its disk filled up (`fcl.tune.disk_full`)."""
+    command = opts.command or "the same command"
+    resume = command if "--resume" in command.split() else f"{command} --resume"
+    return ConfigError("--results" if opts.storage is None else "--storage",
+                       opts.storage or opts.results, f"the disk filled up ({who}: No space left "
+                       f"on device); the study stopped, its Tune state kept in {state.path}",
+                       f"free some space, then continue with: {resume}")
 
 
 def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: TextIO

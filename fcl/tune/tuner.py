@@ -8,6 +8,7 @@ from typing import TextIO
 from ray import tune
 
 from fcl.tune import cluster, trackers
+from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import Reporter
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
@@ -52,7 +53,8 @@ def run_config(plan: StudyPlan, state: TuneState) -> tune.RunConfig:
     return tune.RunConfig(
         name=plan.name, storage_path=state.storage, verbose=1,
         progress_reporter=progress_reporter(plan.space, plan.study.searcher),
-        callbacks=trackers.callbacks(opts.callbacks, plan.name, opts.results),
+        callbacks=[*trackers.callbacks(opts.callbacks, plan.name, opts.results),
+                   StopOnDiskFull()],
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # two: a driver killed between a trial's new checkpoint and its experiment snapshot
         # resumes from the previous one, which must still exist (with one, Tune had already

@@ -1,0 +1,72 @@
+"""A disk that fills up during a study (a 256 KiB tmpfs as `--results`) ends it in one line,
+exit 2, Tune's state kept; after the disk grows, `--resume` finishes with exactly the rows of
+a study that never stopped. Needs root (mount); skipped, with the reason, where not permitted."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPACE = {"client.lr": grid(0.02, 0.1)}
+TIMING = ("wall_s", "samples_per_s", "tune_trial_id", "tune_trial_dir")
+SCRIPT = """
+from fcl.tune import Study, grid, main
+STUDY = Study("full", {space!r})
+if __name__ == "__main__":
+    main(STUDY)
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def frames(results):
+    return {n: pd.read_parquet(os.path.join(results, "full", f"{n}.parquet"))
+            for n in ("trials", "rounds", "tasks")}
+
+
+def test_disk_full_mid_study_ends_in_one_line_and_resume_loses_nothing(local_ray, tmp_path,
+                                                                       small_disk):
+    script = tmp_path / "full.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(space=SPACE)))
+    cmd = [sys.executable, str(script), "--preset", "smoke", "--seeds", "1",
+           "--results", str(small_disk), "--address", local_ray]
+    env = {**os.environ, "PYTHONPATH": REPO}
+    full = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    lines = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+    assert full.returncode == 2, full.stderr[-3000:]
+    assert len(lines) == 1 and "the disk filled up" in lines[0] and "--resume" in lines[0]
+    assert "Traceback" not in full.stderr, full.stderr[-3000:]
+    assert not (small_disk / "full" / "study.json").exists()
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    resumed = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=env,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    whole = tmp_path / "whole"
+    outcome = run_study(Study("full", SPACE), StudyOptions(preset="smoke", seeds=1,
+                                                           results=str(whole)))
+    assert (outcome.finished, outcome.failed) == (2, 0)
+    a, b = frames(whole), frames(small_disk)
+    pd.testing.assert_frame_equal(a["trials"].drop(columns=list(TIMING)),
+                                  b["trials"].drop(columns=list(TIMING)))
+    pd.testing.assert_frame_equal(a["rounds"].drop(columns="wall_s"),
+                                  b["rounds"].drop(columns="wall_s"))
+    pd.testing.assert_frame_equal(a["tasks"], b["tasks"])
