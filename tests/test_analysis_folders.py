@@ -151,12 +151,11 @@ def test_dashboard_out_that_cannot_be_written_is_one_line(results, tmp_path, cap
     assert "is a folder; give a file name" in one_error_line(capsys)
 
 
-@pytest.fixture
-def read_only(tmp_path):
-    """A read-only tmpfs (CI runs as root, which ignores mode bits), unmounted after the test."""
-    folder = tmp_path / "ro"
+def tmpfs(folder: Path, options: str):
+    """A small tmpfs at `folder` (CI runs as root, which ignores mode bits: a read-only or full
+    disk has to be a real one), unmounted after the test; skipped where mount is not allowed."""
     folder.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)],
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.skip(f"mount not permitted here: {proc.stderr.strip()}")
@@ -164,6 +163,25 @@ def read_only(tmp_path):
         yield folder
     finally:
         subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    yield from tmpfs(tmp_path / "ro", "ro,size=1m")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    for folder in tmpfs(tmp_path / "full", "size=64k"):
+        fd = os.open(folder / "fill", os.O_WRONLY | os.O_CREAT)
+        try:                                           # fill it to the last block
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        yield folder
 
 
 def test_outputs_on_a_read_only_disk_are_one_line_before_any_study_is_read(
@@ -182,6 +200,14 @@ def test_outputs_on_a_read_only_disk_are_one_line_before_any_study_is_read(
     assert migrate_main([str(read_only)]) == 2
     assert one_error_line(capsys) == (f"error: results={read_only}: is not writable "
                                       "(Read-only file system)")
+
+
+def test_outputs_on_a_full_disk_are_one_line(results, full_disk, capsys):
+    assert figures_main(["--results", str(results), "--out", str(full_disk / "figs")]) == 2
+    assert one_error_line(capsys) == (f"error: --out={full_disk / 'figs'}: is not writable "
+                                      "(No space left on device)")
+    assert dashboard_main(["--results", str(results), "--out", str(full_disk / "d.html")]) == 2
+    assert "is not writable (No space left on device)" in one_error_line(capsys)
 
 
 # --- what every figure and table was drawn from -------------------------------------------------
