@@ -17,7 +17,8 @@ left null, never invented:
 A folder already at schema 2 is left as it is. Then, in a folder without `study.json`, the
 manifest is built from the study's declaration (`studies/<name>.py`) and its stored trials
 (`analysis/stored_manifest.py`: what comes from where), and written last, with every Parquet
-file's rows and sha256; a folder that has one keeps it. The stored Parquet is never rewritten
+file's rows and sha256; a folder that has one keeps it, and one missing any of the three files
+(half an export) gets none, so `analysis` keeps refusing it. The stored Parquet is never rewritten
 for the manifest.
 """
 from __future__ import annotations
@@ -34,8 +35,8 @@ from analysis.output_paths import unwritable_folder
 from fcl.cli_args import EXIT_USAGE
 from fcl.manifest import read_manifest
 from fcl.records import TaskRecord, columns
-from fcl.results_io import (SCHEMA_VERSION, config_types, round_types, study_trial_types,
-                            task_types, typed, write_parquet_atomic)
+from fcl.results_io import (FILES, SCHEMA_VERSION, config_types, round_types,
+                            study_trial_types, task_types, typed, write_parquet_atomic)
 
 NULLABLE = {"int64": "Int64", "bool": "boolean", "float64": "float64", "string": "string"}
 
@@ -95,6 +96,23 @@ def migrate_folder(folder: Path) -> bool:
     return True
 
 
+def manifest_step(folder: Path, studies: Path | None) -> str:
+    """Write the folder's study.json where it has none and holds a whole export; what was done.
+    A folder missing one of the three files is half an export: no manifest vouches for it."""
+    if read_manifest(folder) is not None:
+        return "study.json kept"
+    missing = [f"{n}.parquet" for n in FILES if not (folder / f"{n}.parquet").is_file()]
+    if missing:
+        return (f"{', '.join(missing)} missing: no study.json written (half an export? run the "
+                "study again)")
+    # The manifest step reads the study scripts, which import Ray: imported here, only for it.
+    from analysis.stored_manifest import STUDIES, write_stored_manifest
+    studies = studies or STUDIES
+    if not (studies / f"{folder.name}.py").is_file():
+        return f"no {studies / folder.name}.py: no study.json written"
+    return f"{write_stored_manifest(folder, studies)} written"
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m analysis migrate") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="?", type=Path, default=Path("results"),
@@ -109,17 +127,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis migrate"
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    # The manifest step reads the study scripts, which import Ray: imported here, only for it.
-    from analysis.stored_manifest import STUDIES, write_stored_manifest
-    studies = args.studies or STUDIES
     for folder in sorted(p for p in args.results.iterdir()
                          if (p / "trials.parquet").is_file() and not p.name.startswith(".")):
         schema = "migrated to schema 2" if migrate_folder(folder) else "schema 2"
-        if read_manifest(folder) is not None:
-            manifest = "study.json kept"
-        elif not (studies / f"{folder.name}.py").is_file():
-            manifest = f"no {studies / folder.name}.py: no study.json written"
-        else:
-            manifest = f"{write_stored_manifest(folder, studies)} written"
-        print(f"{folder}: {schema}; {manifest}")
+        print(f"{folder}: {schema}; {manifest_step(folder, args.studies)}")
     return 0

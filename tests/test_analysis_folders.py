@@ -67,6 +67,18 @@ def test_half_an_export_without_a_manifest_is_refused(results, capsys, tmp_path)
     assert "no study.json" in refused_everywhere(results, capsys, tmp_path)
 
 
+def test_the_migration_writes_no_manifest_for_half_an_export(results, capsys, tmp_path):
+    """`migrate` vouches only for whole folders: half an export stays refused after it."""
+    for f in ("rounds.parquet", "tasks.parquet", "study.json"):
+        (results / "scalability" / f).unlink()
+    assert migrate_main([str(results)]) == 0
+    out = capsys.readouterr().out
+    assert (f"{results / 'scalability'}: schema 2; rounds.parquet, tasks.parquet missing: no "
+            "study.json written (half an export? run the study again)") in out
+    assert f"{results / 'ablation_lr'}: schema 2; study.json kept" in out
+    assert "no study.json" in refused_everywhere(results, capsys, tmp_path)
+
+
 def test_a_truncated_parquet_file_is_refused(results, capsys, tmp_path):
     path = results / "scalability" / "rounds.parquet"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
