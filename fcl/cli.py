@@ -31,6 +31,7 @@ from fcl.config import (
     ConfigError,
     describe_keys,
     iter_fields,
+    one_line,
     parse_value,
     with_overrides,
 )
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command][1](args)
     except (ConfigError, DataError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fcl.config import ConfigError, RunConfig
+from fcl.config import ConfigError, RunConfig, one_line
 from fcl.presets import PRESETS, preset
 
 EXIT_USAGE = 2
@@ -22,7 +22,7 @@ class OneLineParser(argparse.ArgumentParser):
     exit 2 that every other bad input gets (subcommands' parsers are of this class too)."""
 
     def error(self, message: str):
-        self.exit(EXIT_USAGE, f"error: {message}; see `{self.prog} --help`\n")
+        self.exit(EXIT_USAGE, f"error: {one_line(message)}; see `{self.prog} --help`\n")
 
 
 def parse_sets(pairs: list[str]) -> dict[str, str]:

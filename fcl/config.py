@@ -17,12 +17,20 @@ from fcl.data.domains import parse_domains
 from fcl.models.stages import stage_channels
 
 
+def one_line(text: str) -> str:
+    """`text` with every unprintable character (newline, tab, U+001E, ...) escaped: what a user
+    typed can make an error message no more than one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 class ConfigError(ValueError):
     """A bad key or value; `str()` is the one line the CLI prints after `error: `."""
 
     def __init__(self, key: str, value: Any, why: str, allowed: str):
         self.key, self.value, self.why, self.allowed = key, value, why, allowed
-        super().__init__(f"{key}={value}: {why}; allowed: {allowed}")
+        super().__init__(one_line(f"{key}={value}: {why}; allowed: {allowed}"))
 
 
 def opt(default: Any, help: str, choices: tuple | None = None,
@@ -90,7 +98,8 @@ class ModelConfig:
     backbone: str = opt("resnet_tiny", "frozen backbone (randomly initialised from the seed)",
                         choices=BACKBONES)
     width: int = opt(16, "resnet_tiny only: channels of the first stage (doubles per stage)",
-                     **POSITIVE)
+                     check=lambda v: 0 < v <= 256, allowed="1 <= width <= 256 (4w channels "
+                                                           "in the last stage)")
     norm: str = opt("group", "normalisation in backbone and proxies (batch: backbone in eval mode)",
                     choices=("group", "batch"))
     norm_groups: int = opt(2, "norm=group only: groups of every GroupNorm (FLoCoRA / Hsieh et al.: "
@@ -100,7 +109,8 @@ class ModelConfig:
                     choices=("cifar", "imagenet"))
     input_size: int = opt(0, "resize every batch (bilinear, on the device) to S x S before the "
                              "backbone (0 = the images' own size); ImageNet backbones on 32x32 "
-                             "images: see README", **NON_NEGATIVE)
+                             "images: see README", check=lambda v: 0 <= v <= 1024,
+                          allowed="0 <= S <= 1024")
     pretrained: str = opt("none", "backbone weights: none = random init from the seed; imagenet = "
                                   "torchvision's ResNet-18 ImageNet weights (downloaded, or the "
                                   "torchvision file given as model.weights)",
@@ -122,7 +132,8 @@ class ModelConfig:
     complexity_penalty: float = opt(0.0, "NetTailor's complexity loss weight (0 = off): "
                                          "penalises gate mass on proxy paths by their cost",
                                     **NON_NEGATIVE)
-    lora_rank: int = opt(32, "lora only: r, the rank of every adapter", **POSITIVE)
+    lora_rank: int = opt(32, "lora only: r, the rank of every adapter", check=lambda v:
+                         0 < v <= 1024, allowed="1 <= r <= 1024 (no layer has more channels)")
     lora_alpha: float = opt(512.0, "lora only: alpha; adapters are scaled by alpha / r "
                                    "(FLoCoRA: 512 = 16 r at r = 32)", **POSITIVE)
     lora_on_head: bool = opt(False, "lora only: a LoRA adapter on a frozen final FC instead of "
@@ -131,10 +142,12 @@ class ModelConfig:
                                        "backbone's frozen norms, Table II 'Vanilla')")
 
     def __post_init__(self):
-        if self.norm == "group" and self.backbone in BACKBONES and self.width > 0:
+        for f in fields(self):          # each value in its range before the checks across them
+            check_value(f"model.{f.name}", getattr(self, f.name), f.metadata)
+        if self.norm == "group":
             # the rule GroupNorm applies when the model is built, checked with the config
             channels = stage_channels(self.backbone, self.width)
-            odd = [c for c in channels if c % self.norm_groups] if self.norm_groups > 0 else []
+            odd = [c for c in channels if c % self.norm_groups]
             if odd:
                 at = f" at model.width={self.width}" if self.backbone == "resnet_tiny" else ""
                 raise ConfigError("model.norm_groups", self.norm_groups, f"does not divide "

@@ -80,3 +80,21 @@ def test_norm_groups_is_checked_with_the_config_by_the_rule_the_model_applies(
     assert e.value.key == "model.norm_groups" and allowed in str(e.value)
     with pytest.raises(ValueError, match="model.norm_groups"):            # the model agrees
         build_backbone(backbone, 1, norm, width, 0, norm_groups=groups)
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("model.width", "257", "allowed: 1 <= width <= 256"),      # 10**12 asked for 36 TB
+    ("model.lora_rank", "1025", "allowed: 1 <= r <= 1024"),
+    ("model.input_size", "1025", "allowed: 0 <= S <= 1024"),
+])
+def test_sizes_that_cannot_be_allocated_are_out_of_range(key, value, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        with_overrides(RunConfig(), {key: value})
+
+
+def test_an_error_is_one_line_whatever_the_value_holds():
+    from fcl.config import one_line
+    assert one_line("plain é ∞") == "plain é ∞"
+    assert one_line("a\nb\x1ec\td") == "a\\nb\\x1ec\\td"
+    e = ConfigError("data.root", "x\ny\u2028z", "no such file", "a path")
+    assert str(e) == "data.root=x\\ny\\u2028z: no such file; allowed: a path"
