@@ -160,6 +160,52 @@ def test_mlflow_and_tensorboard_callbacks_log_every_trial(local_ray, tmp_path, m
         assert glob.glob(os.path.join(folder, "events.out.tfevents.*"))
 
 
+class FakeTrial:
+    """What the MLflow callback reads of a Tune trial."""
+    def __init__(self, name: str, config: dict, last_result: dict | None = None):
+        self.name, self.config, self.last_result = name, config, last_result
+
+    def __str__(self):
+        return self.name
+
+
+def test_mlflow_runs_hold_the_whole_config_the_study_tags_and_the_end_status(tmp_path):
+    """Driven by hand as Tune drives it: params = base config under the sampled keys, tags from
+    the study manifest, `fcl.status` = trials.parquet's status (ASHA's stop is FINISHED in
+    MLflow's own status), and each report one batch of numbers (NaN left out)."""
+    mlflow = pytest.importorskip("mlflow")
+    from fcl.tune.study_manifest import study_manifest
+    from fcl.tune.trackers import callbacks
+    cfg = preset("smoke")
+    manifest = study_manifest("m", None, "optuna", "smoke", cfg, {"client.lr": grid(0.1)})
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    (cb,) = callbacks(("mlflow",), "m", str(tmp_path), manifest=manifest)
+    cb.tracking_uri = uri
+    cb.setup()
+    ends = {"done": ({"acc": 60.0, "finished": True}, False),
+            "stopped": ({"acc": 51.0, "done": True}, False), "failed": ({}, True)}
+    for name, (last, failed) in ends.items():
+        trial = FakeTrial(name, {"client.lr": 0.05, "optuna_trial": 1}, last)
+        cb.log_trial_start(trial)
+        cb.log_trial_result(1, trial, {"acc": float("nan"), "round": 0, "training_iteration": 1,
+                                       "done": False, "trial_id": "x"})
+        cb.log_trial_result(2, trial, {"acc": 55.0, "round": 1, "training_iteration": 2})
+        cb.log_trial_end(trial, failed)
+    client = mlflow.tracking.MlflowClient(tracking_uri=uri)
+    runs = {r.info.run_name: r for r in
+            client.search_runs([client.get_experiment_by_name("m").experiment_id])}
+    assert {n: r.data.tags["fcl.status"] for n, r in runs.items()} == {
+        "done": "TERMINATED", "stopped": "EARLY_STOPPED", "failed": "ERROR"}
+    assert runs["stopped"].info.status == "FINISHED" and runs["failed"].info.status == "FAILED"
+    params, tags = runs["done"].data.params, runs["done"].data.tags
+    assert set(cfg.to_flat()) <= set(params) and params["client.lr"] == "0.05"
+    assert params["rounds"] == str(cfg.rounds) and params["model.backbone"] == "resnet_tiny"
+    assert (tags["fcl.preset"], tags["fcl.searcher"], tags["study"]) == ("smoke", "optuna", "m")
+    assert tags["fcl.dataset"] == manifest.dataset and tags["fcl.rounds"] == str(cfg.rounds)
+    history = client.get_metric_history(runs["done"].info.run_id, "acc")
+    assert [(m.step, m.value) for m in history] == [(2, 55.0)]
+
+
 def test_a_missing_tracker_package_is_one_line_naming_the_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)           # import wandb -> ImportError
     code = run_study_cli(load_study("ablation_lr"), ["--preset", "smoke", "--results",

@@ -170,3 +170,14 @@ def test_an_error_in_the_space_fails_the_asked_trial_instead_of_leaving_it_runni
     with pytest.raises(ValueError):
         s.suggest("t0")
     assert [t.state for t in s.study.trials] == [State.FAIL]
+
+
+@pytest.mark.parametrize("objective, names", [("acc", ["acc"]), ("pareto", ["acc", "tcc_bytes"])])
+def test_the_objectives_are_named_for_the_dashboard(tmp_path, objective, names):
+    """optuna-dashboard shows "Objective 0" for an unnamed objective; the names are the
+    metrics' (`bytes` is the TCC: trials.parquet's `tcc_bytes`), kept when the study reopens."""
+    sqlite_searcher(tmp_path, objective)
+    again = pickle.loads(pickle.dumps(sqlite_searcher(tmp_path, objective)))
+    assert again.study.metric_names == names
+    assert optuna.load_study(study_name=optuna_study_name("s", objective),
+                             storage=storage_url(str(tmp_path))).metric_names == names

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import warnings
 
 import optuna
 from ray.tune.search import ConcurrencyLimiter, Searcher
@@ -35,6 +36,9 @@ from fcl.tune.space import Given, Space, is_grid
 from fcl.tune.trainable import FINISHED
 
 OBJECTIVES = {"acc": (["acc"], ["max"]), "pareto": (["acc", "bytes"], ["max", "min"])}
+# What optuna-dashboard calls each objective (else "Objective 0"): the reported `bytes` is the
+# run's TCC (bytes up + down so far), trials.parquet's `tcc_bytes`.
+METRIC_NAMES = {"acc": "acc", "bytes": "tcc_bytes"}
 TRIAL_NUMBER = "optuna_trial"   # key the searcher adds to each trial's config
 TUNE_TRIAL_ID = "tune_trial_id"  # user attr of each Optuna trial: the Tune trial it was asked for
 
@@ -125,6 +129,12 @@ class FclOptunaSearch(Searcher):
             study_name=self._study_name, load_if_exists=True,
             directions=["maximize" if m == "max" else "minimize" for m in modes])
         self._study_id = self._storage.get_study_id_from_name(self._study_name)
+        names = [METRIC_NAMES.get(m, m) for m in
+                 (self.metric if isinstance(self.metric, list) else [self.metric])]
+        if self._study.metric_names != names:
+            with warnings.catch_warnings():     # experimental since Optuna 3.2, stable since
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                self._study.set_metric_names(names)
         self._trials: dict[str, int] = {}     # Tune trial id -> storage trial id (a cache)
 
     @property

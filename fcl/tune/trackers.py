@@ -7,6 +7,10 @@
   `mlflow ui --backend-store-uri sqlite:///$PWD/results/mlflow.db` shows it; MLflow 3 keeps
   the older `./mlruns` file store in maintenance mode and refuses it unless
   MLFLOW_ALLOW_FILE_STORE=true).
+  Each run's params are the trial's whole config (the study's base config under the sampled
+  keys), its tags the study's preset, data set, searcher and objective (`fcl.*`), and at its
+  end `fcl.status`: trials.parquet's status (TERMINATED, EARLY_STOPPED, ERROR), since MLflow
+  shows a trial ASHA stopped as FINISHED while Optuna has it PRUNED (`fcl.tune.mlflow_tracker`).
 - `wandb`: Ray's WandbLoggerCallback; project = the study (`WANDB_MODE=offline` to log locally).
 
 A tracker's package is imported only when asked for; a missing one is one line naming the extra
@@ -42,17 +46,20 @@ def mlflow_uri(results: str) -> str:
         "sqlite:///" + os.path.abspath(os.path.join(results, "mlflow.db")))
 
 
-def callbacks(names: tuple[str, ...], study: str, results: str) -> list:
-    """The Tune callbacks for `names` (checked with `check` first)."""
+def callbacks(names: tuple[str, ...], study: str, results: str, manifest=None) -> list:
+    """The Tune callbacks for `names` (checked with `check` first); `manifest` (the study's
+    `fcl.manifest.Manifest`) gives MLflow the base config and the study's tags."""
     out = []
     for name in dict.fromkeys(names):
         if name == "tensorboard":
             from ray.tune.logger import TBXLoggerCallback
             out.append(TBXLoggerCallback())
         elif name == "mlflow":
-            from ray.air.integrations.mlflow import MLflowLoggerCallback
-            out.append(MLflowLoggerCallback(tracking_uri=mlflow_uri(results),
-                                            experiment_name=study, tags={"study": study}))
+            from fcl.tune.mlflow_tracker import MLflowTracker, manifest_tags
+            out.append(MLflowTracker(
+                base=manifest.base if manifest is not None else {},
+                tracking_uri=mlflow_uri(results), experiment_name=study,
+                tags={"study": study, **(manifest_tags(manifest) if manifest else {})}))
         elif name == "wandb":
             from ray.air.integrations.wandb import WandbLoggerCallback
             out.append(WandbLoggerCallback(project=study))
