@@ -1,2 +1,22 @@
-"""fcl: federated continual learning runs and hyperparameter studies."""
+"""fcl: federated continual learning runs and hyperparameter studies.
+
+    import fcl
+    result = fcl.run("smoke", {"seed": 1})      # fcl.api.run: one run, a RunResult
+    cfg = fcl.configure("smoke", {"rounds": 5}) # fcl.api.configure: a preset's RunConfig
+    models = fcl.load_model("model_dir")        # fcl.saved_model: what `fcl run --save-model` wrote
+
+`run`, `configure` and `load_model` are imported on first use (module `__getattr__`): so
+`import fcl`, e.g. for `fcl.__version__`, stays instant and imports neither torch nor Ray. The
+Ray Tune layer is `fcl.tune` (it imports Ray).
+"""
 __version__ = "0.1.0"
+
+_LAZY = {"run": "fcl.api", "configure": "fcl.api", "load_model": "fcl.saved_model"}
+__all__ = ["__version__", "configure", "load_model", "run"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'fcl' has no attribute {name!r}")

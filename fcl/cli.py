@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from fcl import bench, pretrain
+from fcl import __version__, bench, pretrain
 from fcl.cli_args import (
     EXIT_USAGE,
     EXIT_WRITE_FAILED,
@@ -38,7 +38,9 @@ from fcl.config import (
 from fcl.data.datasets import DataError
 from fcl.engine import prepare_data, run
 from fcl.manifest import write_run_files
+from fcl.models.factory import build_model
 from fcl.presets import PRESETS, preset
+from fcl.saved_model import save_model
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -48,6 +50,8 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="write trials/rounds/tasks Parquet files to DIR "
                                                 "(the study schema: results/README.md)")
     p.add_argument("--quiet", action="store_true", help="no per-round progress lines")
+    p.add_argument("--save-model", metavar="DIR", help="write the trained model to DIR "
+                   "(model.pt + model.json; load with fcl.load_model(DIR): fcl/saved_model.py)")
 
 
 def progress_line(rec, total: int) -> str:
@@ -67,13 +71,20 @@ def main_run(args) -> int:
     check_device(cfg)
     if args.out is not None:
         check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
+    if args.save_model is not None:
+        check_output("--save-model", args.save_model, "folder",
+                     4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
     stream = sys.stderr if args.json else sys.stdout
 
     def on_round(rec, _state):
         if not args.quiet:
             print(progress_line(rec, cfg.rounds), file=stream, flush=True)
 
-    result = run(cfg, on_round)
+    data = model = None
+    if args.save_model is not None:     # the run trains this model: built here to save it
+        data = prepare_data(cfg)
+        model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+    result = run(cfg, on_round, data=data, model=model)
     s = result.summary
     failed = None
     if args.out is not None:
@@ -83,6 +94,12 @@ def main_run(args) -> int:
                 print(f"wrote {path}", file=stream)
         except OSError as e:        # checked writable before the run: the disk filled since
             failed = write_failed("--out", args.out, e)
+    if args.save_model is not None and failed is None:
+        try:
+            for path in save_model(args.save_model, cfg, model, data):
+                print(f"wrote {path}", file=stream)
+        except OSError as e:
+            failed = write_failed("--save-model", args.save_model, e)
     if args.json:
         print(json.dumps({**s.row(), "preset": args.preset, "config": cfg.to_flat()}))
     else:
@@ -212,6 +229,7 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="fcl", description="Federated continual learning runs (FCL paper, FLoCoRA).")
+    parser.add_argument("--version", action="version", version=f"fcl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     shown = help_preset(list(argv or [])) if argv and ("-h" in argv or "--help" in argv) \
         else None

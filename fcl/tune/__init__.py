@@ -15,12 +15,14 @@ Tuner: trainable, searcher, scheduler, reporter), `trainable` (one trial = one e
 reported and checkpointed every round), `searchers` (Optuna), `schedulers` (FIFO, ASHA),
 `trackers` (TensorBoard, MLflow, W&B callbacks), `progress` (the live table, Ctrl-C),
 `export` (the trials' rows from their checkpoints), `study_manifest` (study.json from the
-declaration and plan).
+declaration and plan); `user_api` (`trainable` and `results_frames`: fcl's trainable in one's
+own `tune.Tuner`, its ResultGrid as fcl's Parquet frames).
 """
 from fcl.tune.cli import main, run_study_cli
 from fcl.tune.run import run_study
 from fcl.tune.space import given, grid
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
+from fcl.tune.user_api import results_frames, trainable
 
-__all__ = ["given", "grid", "main", "run_study", "run_study_cli", "Study", "StudyOptions",
-           "StudyOutcome"]
+__all__ = ["given", "grid", "main", "results_frames", "run_study", "run_study_cli", "Study",
+           "StudyOptions", "StudyOutcome", "trainable"]

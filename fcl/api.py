@@ -1,0 +1,37 @@
+"""fcl from Python: one run by preset name (or a whole `RunConfig`), the same run `fcl run`
+makes.
+
+    import fcl
+    result = fcl.run("smoke", {"server.optimizer": "fedadam", "seed": 1})
+    result.summary.acc, result.accuracy        # ACC (%); the (tasks x rounds) accuracy matrix
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fcl.config import RunConfig, with_overrides
+from fcl.engine import RunResult, RunState
+from fcl.engine import run as engine_run
+from fcl.presets import preset as preset_config
+from fcl.records import RoundRecord
+
+
+def configure(preset: str | RunConfig = "smoke", overrides: dict[str, Any] | None = None
+           ) -> RunConfig:
+    """A preset's config (`fcl.presets.PRESETS`) or `preset` itself when it is a `RunConfig`,
+    with `overrides` applied: flat keys as on the command line (`{"server.lr": 0.5}`; strings
+    are parsed as `--set` parses them). Bad keys or values raise `fcl.config.ConfigError`."""
+    if isinstance(preset, RunConfig):
+        return with_overrides(preset, overrides or {})
+    return preset_config(preset, overrides)
+
+
+def run(preset: str | RunConfig = "smoke", overrides: dict[str, Any] | None = None,
+        on_round: Callable[[RoundRecord, RunState], None] | None = None) -> RunResult:
+    """One whole FCL run (`fcl run --preset P --set K=V ...` without printing): the config of
+    `configure(preset, overrides)` through `fcl.engine.run`. `on_round(record, state)` is called
+    after every round. Returns the `RunResult`: `config`, `records` (one per round),
+    `accuracy` (tasks x rounds, percent, NaN where not evaluated) and `summary` (ACC, BWT_f,
+    bytes, wall time)."""
+    return engine_run(configure(preset, overrides), on_round)
