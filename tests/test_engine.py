@@ -11,8 +11,8 @@ FAST = {"rounds": 5, "data.train_per_class": 60, "data.test_per_class": 20}
 
 
 def test_smoke_run_learns_well_above_chance(smoke_data):
-    res = run(preset("smoke", {"server.optimizer": "fedsgd", "server.lr": 1.0}), data=smoke_data)
-    assert res.summary["acc"] > 65.0                      # binary tasks: chance is 50%
+    res = run(preset("smoke"), data=smoke_data)           # the preset's own defaults learn
+    assert res.summary["acc"] > 70.0                      # binary tasks: chance is 50%
     assert res.summary["rounds"] == 10 and len(res.records) == 10
     assert not math.isnan(res.summary["bwt_f"])
 
