@@ -10,6 +10,7 @@ import json
 import math
 import shlex
 import sys
+import time
 from typing import Callable
 
 import torch
@@ -54,13 +55,25 @@ def _add_run(p: argparse.ArgumentParser) -> None:
                    "(model.pt + model.json; load with fcl.load_model(DIR): fcl/saved_model.py)")
 
 
-def progress_line(rec, total: int) -> str:
+def clock(seconds: float) -> str:
+    """0:12, 4:05, 1:02:03: how long, as a log reader reads it."""
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def progress_line(rec, total: int, elapsed: float | None = None) -> str:
+    """One round of a run; with `elapsed` (seconds since the run started), the elapsed time and
+    the ETA at the mean round time so far (rounds cost about the same: same clients, epochs)."""
     acc = "" if math.isnan(rec["mean_acc"]) else f" acc {rec['mean_acc']:5.1f}%"
     mb = (rec["bytes_up"] + rec["bytes_down"]) / 1e6
-    return (f"round {rec['round'] + 1:>4}/{total} phase {rec['phase']} "
+    done = rec["round"] + 1
+    eta = ("" if elapsed is None else
+           f" elapsed {clock(elapsed)} ETA {clock(elapsed / done * (total - done))}")
+    return (f"round {done:>4}/{total} phase {rec['phase']} "
             f"tasks {','.join(map(str, rec['tasks_trained'])) or '-':<10} "
             f"reports {rec['clients_reporting']}/{rec['clients_sampled']} "
-            f"drift {rec['drift']:.3g}{acc} sent {mb:.3f} MB")
+            f"drift {rec['drift']:.3g}{acc} sent {mb:.3f} MB{eta}")
 
 
 RUN_OUTPUT_BYTES = 1 << 20      # a run's three Parquet files and manifest: ~0.1-0.5 MB
@@ -75,10 +88,12 @@ def main_run(args) -> int:
         check_output("--save-model", args.save_model, "folder",
                      4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
     stream = sys.stderr if args.json else sys.stdout
+    t0 = time.perf_counter()          # the data is loaded inside run(): its time counts too
 
     def on_round(rec, _state):
         if not args.quiet:
-            print(progress_line(rec, cfg.rounds), file=stream, flush=True)
+            print(progress_line(rec, cfg.rounds, time.perf_counter() - t0), file=stream,
+                  flush=True)
 
     data = model = None
     if args.save_model is not None:     # the run trains this model: built here to save it

@@ -2,6 +2,7 @@
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -30,6 +31,7 @@ def test_run_json_and_parquet(tmp_path):
         assert key in summary
     assert summary["rounds"] == 5 and summary["config"]["server.optimizer"] == "fedadam"
     assert "round    5/5" in p.stderr                       # progress goes to stderr with --json
+    assert re.search(r"round    5/5 .* elapsed \d+:\d\d ETA 0:00\n", p.stderr)
     rounds = pd.read_parquet(out / "rounds.parquet")
     tasks = pd.read_parquet(out / "tasks.parquet")
     one = pd.read_parquet(out / "trials.parquet")             # the study schema, one trial

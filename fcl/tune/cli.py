@@ -105,6 +105,8 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
                         "viz), mlflow ($MLFLOW_TRACKING_URI, default RESULTS/mlflow.db), wandb")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override base config keys (see `fcl run --help`)")
+    p.add_argument("--tune-table", action="store_true",
+                   help="print Tune's trial table every 30 s instead of one progress line")
     p.add_argument("--dry-run", action="store_true",
                    help="print the trial table and the expected cost; run nothing")
     p.add_argument("--scheduler", default="fifo", choices=SCHEDULERS,
@@ -141,7 +143,7 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
-        outcome = run_study(study, opts)
+        outcome = run_study(study, opts, table=args.tune_table)
     except (ConfigError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -31,10 +31,11 @@ from fcl.tune.study import Study, StudyOptions, StudyOutcome
 from fcl.tune.tuner import make_tuner
 
 
-def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | None = None
-              ) -> StudyOutcome:
+def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | None = None,
+              table: bool = False) -> StudyOutcome:
     """Run (or `--resume`, or `--dry-run`) `study` and export its Parquet and manifest. Returns
-    the counts, the exported frames and Tune's `ResultGrid` (`StudyOutcome`)."""
+    the counts, the exported frames and Tune's `ResultGrid` (`StudyOutcome`). `table`: Tune's
+    trial table while it runs instead of one progress line."""
     t0 = time.perf_counter()
     out = out or sys.stdout
     if opts.dry_run:
@@ -48,11 +49,11 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
         if plan.address is None and not ray.is_initialized():   # before a local Ray starts
             plan.resources(cluster.local_resources(), False)
         state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
-        return run_claimed(plan, state, t0, out)
+        return run_claimed(plan, state, t0, out, table)
 
 
-def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
-                ) -> StudyOutcome:
+def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO,
+                table: bool = False) -> StudyOutcome:
     """The study's Ray part, once its state is claimed: connect (or start a local Ray), fit,
     export."""
     started = cluster.connect(plan.address)
@@ -60,7 +61,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         res = plan.resources(ray.cluster_resources(), cluster.can_autoscale())
         if not plan.cfg.run.threads:
             plan = replace(plan, cfg=with_overrides(plan.cfg, {"run.threads": res.threads}))
-        grid, interrupted, full = fit(plan, state, res, out)
+        grid, interrupted, full = fit(plan, state, res, out, table)
         if full:
             raise disk_full_error(plan.opts, state, f"trial {full[0]}")
         try:
@@ -74,13 +75,14 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
             ray.shutdown()
 
 
-def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO):
+def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO,
+        table: bool = False):
     """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted,
     the trials that hit a full disk)."""
     states.enter(state, plan.opts, plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
-    tuner = make_tuner(plan, state, res, out)
+    tuner = make_tuner(plan, state, res, out, table)
     with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full:
         try:
             grid = tuner.fit()
@@ -117,6 +119,9 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
     paths = replace_study_files(frames, os.path.join(plan.opts.results, plan.name),
                               plan.manifest())
     print(export.summary_line(df), file=out)
+    best = progress.best_line(df, varying_keys(plan.space))
+    if best:
+        print(best, file=out)
     for p in paths:
         print(f"wrote {p}", file=out)
     if unfinished:

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from typing import TextIO
 
+import ray
 from ray import tune
 
 from fcl.tune import cluster, trackers
+from fcl.tune.cost import CPU_SAMPLES_PER_S, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
-from fcl.tune.progress import Reporter
+from fcl.tune.progress import LineReporter, Reporter
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
-from fcl.tune.space import Space, complete_variants, display_columns
+from fcl.tune.space import Space, complete_variants, display_columns, grid_points
 from fcl.tune.state import TuneState
 from fcl.tune.trainable import train_trial
 
 
-def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO
-               ) -> tune.Tuner:
+def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO,
+               table: bool = False) -> tune.Tuner:
     name, opts = plan.name, plan.opts
     trainable = bound_trainable(plan, res)
     if opts.resume and state.can_restore:
@@ -34,7 +36,7 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
                                   scheduler=plan.scheduler,
                                   max_concurrent_trials=opts.max_concurrent, reuse_actors=True)
     return tune.Tuner(trainable, param_space=param_space, tune_config=tune_config,
-                      run_config=run_config(plan, state))
+                      run_config=run_config(plan, state, reporter(plan, res, table)))
 
 
 def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
@@ -48,11 +50,12 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
         res.as_dict())
 
 
-def run_config(plan: StudyPlan, state: TuneState) -> tune.RunConfig:
+def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = None
+               ) -> tune.RunConfig:
     opts = plan.opts
     return tune.RunConfig(
         name=plan.name, storage_path=state.storage, verbose=1,
-        progress_reporter=progress_reporter(plan.space, plan.study.searcher),
+        progress_reporter=progress or progress_reporter(plan.space, plan.study.searcher),
         callbacks=[*trackers.callbacks(opts.callbacks, plan.name, opts.results),
                    StopOnDiskFull()],
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
@@ -60,6 +63,22 @@ def run_config(plan: StudyPlan, state: TuneState) -> tune.RunConfig:
         # resumes from the previous one, which must still exist (with one, Tune had already
         # deleted it: "Could not recover from checkpoint", seen here under load)
         checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
+
+
+def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool) -> Reporter:
+    """Tune's table (`--tune-table`), else one line: trials done / running / failed / to go and
+    an ETA from the dry run's cost model (`fcl.tune.cost`) until trials finish."""
+    if table:
+        return progress_reporter(plan.space, plan.study.searcher)
+    points = grid_points(plan.space)
+    total = plan.opts.num_samples * (1 if plan.study.searcher else len(points))
+    prior, rate = None, CPU_SAMPLES_PER_S.get(plan.cfg.model.backbone)
+    if rate and not res.gpus:
+        samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
+        prior = samples * plan.trial_seeds / (rate * (16 / plan.cfg.model.width) ** 2
+                                              * res.threads)
+    concurrent = cluster.concurrency(ray.cluster_resources(), res, plan.opts.max_concurrent)
+    return LineReporter(total, concurrent, prior, max_report_frequency=30)
 
 
 def progress_reporter(space: Space, searcher: str | None) -> Reporter:

@@ -1,0 +1,66 @@
+"""What a run and a study print while they run: the round line's elapsed time and ETA, the
+study's one progress line (trials done / running / failed / to go, ETA) and its best config."""
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from fcl.cli import clock, progress_line
+
+ROUND = {"round": 2, "phase": 1, "tasks_trained": [0, 3], "clients_reporting": 3,
+         "clients_sampled": 3, "drift": 0.5, "mean_acc": 71.25, "bytes_up": 1e5,
+         "bytes_down": 1e5}
+
+
+def test_clock_reads_as_minutes_and_hours():
+    assert [clock(s) for s in (0, 12.4, 65, 3723)] == ["0:00", "0:12", "1:05", "1:02:03"]
+
+
+def test_round_line_has_elapsed_and_eta_at_the_mean_round_time():
+    line = progress_line(ROUND, 15, elapsed=12.0)      # 3 rounds in 12 s: 12 to go at 4 s
+    assert line.endswith("sent 0.200 MB elapsed 0:12 ETA 0:48")
+    assert line.startswith("round    3/15 phase 1 tasks 0,3")
+    assert "elapsed" not in progress_line(ROUND, 15)
+    last = progress_line({**ROUND, "round": 14, "mean_acc": math.nan}, 15, elapsed=61.0)
+    assert last.endswith("elapsed 1:01 ETA 0:00") and "acc" not in last
+
+
+pytest.importorskip("ray")
+from fcl.tune.progress import LineReporter, best_line, eta_s, study_line  # noqa: E402
+
+
+def test_study_line():
+    assert study_line(3, 2, 1, 6, 75, 150) == (
+        "trials 3 done, 2 running, 1 failed, 6 to go; elapsed 1:15 ETA 2:30")
+    assert study_line(0, 2, 0, 4, 5, None).endswith("ETA ?")
+
+
+def test_eta_from_the_cost_model_then_from_finished_trials():
+    assert eta_s(5, 2, [], 40.0) == 100.0               # 5 trials x 40 s, 2 at a time
+    assert eta_s(5, 2, [10.0, 30.0], 40.0) == 50.0      # finished trials' mean replaces it
+    assert eta_s(5, 2, [], None) is None
+
+
+def test_line_reporter_counts_trials_by_status(capsys):
+    def trial(status, wall=None):
+        return SimpleNamespace(status=status, last_result={} if wall is None
+                               else {"time_total_s": wall})
+    rep = LineReporter(total=6, concurrent=2, prior_s=100.0)
+    rep.report([trial("TERMINATED", 20.0), trial("TERMINATED", 40.0), trial("RUNNING"),
+                trial("ERROR"), trial("PENDING")], done=False)
+    line = capsys.readouterr().out.strip()
+    # 2 to go + 1 running counted half, at the finished trials' 30 s, 2 at a time: 37.5 s
+    assert line.startswith("trials 2 done, 1 running, 1 failed, 2 to go; elapsed 0:0")
+    assert line.endswith("ETA 0:38")
+
+
+def test_best_line_names_the_config_with_its_seeds_averaged():
+    df = pd.DataFrame({"client.lr": [0.05, 0.05, 0.1, 0.1, 0.1],
+                       "server.lr": [0.5, 0.5, 0.5, 0.5, 1.0], "seed": [0, 1, 0, 1, 0],
+                       "acc": [70.0, 69.8, 72.0, 60.2, 50.0],
+                       "status": ["TERMINATED"] * 4 + ["ERROR"]})
+    assert best_line(df, ["client.lr", "server.lr", "seed"]) == (
+        "best ACC 69.9%: client.lr=0.05, server.lr=0.5 (2 seeds)")
+    assert best_line(df, ["seed"]) == "best ACC 68.0% (4 seeds)"
+    assert best_line(df.assign(status="ERROR"), ["client.lr"]) == ""
