@@ -190,6 +190,105 @@ def test_no_results_is_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def titles(view) -> list[str]:
+    return [c["layout"]["title"]["text"] for c in view.charts]
+
+
+def test_optimizer_view_pairs_to_fedsgd_and_draws_one_panel_per_optimizer(study_results):
+    from analysis.paired import paired
+    study = load_study(study_results, "optimizers")
+    (view,) = study_views(study)
+    kinds = titles(view)
+    diff = view.charts[next(i for i, k in enumerate(kinds) if "FedSGD η=1 on the same seed" in k)]
+    table = paired(study.trials, {"server.optimizer": "fedsgd", "server.lr": "1"}, ["acc"],
+                   study.settings)                     # what `python -m analysis paired` prints
+    drawn = {(t["name"], x): (y, e) for t in diff["data"] if t["type"] == "bar"
+             for x, y, e in zip(values(t["x"]), values(t["y"]), values(t["error_y"]["array"]))}
+    assert len(drawn) == len(table) == 3 * 2 - 1       # every setting but the reference
+    for _, r in table.iterrows():
+        y, e = drawn[(f"η={r['server.lr']:g}", r["server.optimizer"])]
+        assert y == pytest.approx(r["acc diff"]) and e == pytest.approx(r["acc ci95"])
+    optimizers = sorted(study.trials["server.optimizer"].unique())
+    for word in ("mean accuracy over tasks per optimizer", "client drift (Eq. 2) per optimizer"):
+        chart = view.charts[next(i for i, k in enumerate(kinds) if k.startswith(word))]
+        panels = [a["text"] for a in chart["layout"]["annotations"]]
+        assert panels == optimizers                     # small multiples, one per optimizer
+        axes = {t.get("yaxis", "y") for t in chart["data"]}
+        assert len(axes) == len(optimizers)
+        assert all(chart["layout"][f"yaxis{i}"]["matches"] == "y"     # one shared y axis
+                   for i in range(2, len(optimizers) + 1))
+    drift = view.charts[next(i for i, k in enumerate(kinds) if "drift" in k)]
+    bands = [y for t in drift["data"] if t.get("fill") == "toself" for y in values(t["y"])]
+    assert bands and min(bands) >= 0                    # drift >= 0: its band cut at 0
+    assert view.fixed.startswith("fixed: server.tau=") and "server.aggregate=" in view.fixed
+    assert "server.optimizer" not in view.fixed and "preset smoke" in view.fixed
+
+
+def test_mean_accuracy_over_rounds_is_the_mean_over_tasks_then_over_seeds():
+    from analysis.dashboard.optimizers import mean_accuracy_rounds
+    rounds = pd.DataFrame({"trial_id": ["a"] * 4 + ["b"] * 4, "seed": [0] * 4 + [1] * 4,
+                           "round": [0, 0, 1, 1] * 2, "task": [0, 1] * 4,
+                           "server.optimizer": "fedadam",
+                           "accuracy": [50, 60, None, None, 70, 80, 55, None]})
+    got = mean_accuracy_rounds(rounds, ["server.optimizer"])
+    assert got[["trial_id", "round", "accuracy"]].values.tolist() == [
+        ["a", 0, 55.0], ["b", 0, 75.0], ["b", 1, 55.0]]   # rounds with no evaluation: none
+
+
+def accuracies_55_to_70() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = [{"server.optimizer": o, "server.lr": lr, "seed": s, "acc": 55 + 15 * rng.random()}
+            for o in ("fedsgd", "fedadam") for lr in (0.1, 1.0) for s in range(3)]
+    return pd.DataFrame(rows)
+
+
+def test_acc_bars_y_range_is_fitted_to_the_data_and_its_intervals():
+    from analysis.dashboard.charts import metric_chart
+    from analysis.seed_stats import seed_summary
+    t = accuracies_55_to_70()
+    fig = metric_chart(t, ["server.optimizer", "server.lr"], "acc", "ACC")
+    low, high = fig.layout.yaxis.range
+    s = seed_summary(t, ["server.optimizer", "server.lr"], "acc")
+    assert low > 0 and low < (s["mean"] - s["ci95"]).min()       # 0 is not on the axis
+    assert high > (s["mean"] + s["ci95"]).max()
+    assert high - low < 1.3 * ((s["mean"] + s["ci95"]).max() - (s["mean"] - s["ci95"]).min())
+
+
+def y_ticks(dom: str, chart: str) -> list[float]:
+    """The y tick labels Chromium drew in the chart's <div> (its first axis)."""
+    block = dom[dom.index(f'id="{chart}"'):]
+    block = block[:block.find('<div class="chart"', 1) % len(block) or None]
+    return [float(v) for v in re.findall(r'class="ytick"><text[^>]*data-unformatted="([^"]*)"',
+                                         block)]
+
+
+@needs_chromium
+def test_optimizer_view_draws_its_charts_with_a_fitted_acc_axis(page, study_results, tmp_path):
+    """The optimizer view (it opens first) draws every chart; ACC bars of data in 55-70 are
+    drawn on an axis that does not start at 0."""
+    from analysis.dashboard.charts import metric_chart
+    from analysis.dashboard.views import View
+    (view,) = study_views(load_study(study_results, "optimizers"))
+    assert len(view.charts) == 6         # ACC, BWT_f, paired, accuracy, tasks, drift
+    dom = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=20000", "--dump-dom",
+         page.resolve().as_uri()], capture_output=True, text=True, timeout=120).stdout
+    drawn = re.search(r'<div class="view on" id="view-0" data-charts-rendered="(\d+)"', dom)
+    assert drawn and int(drawn.group(1)) == len(view.charts)
+    fig = metric_chart(accuracies_55_to_70(), ["server.optimizer", "server.lr"], "acc", "ACC")
+    one = tmp_path / "one.html"
+    one.write_text(render_page([View("x/y", "x · y", [fig.to_plotly_json()])], tmp_path))
+    attrs, log = open_in_chromium(one, tmp_path / "p2")
+    assert attrs["data-charts-rendered"] == "1" and attrs["data-errors"] == "0"
+    dom = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'p3'}", "--virtual-time-budget=20000", "--dump-dom",
+         one.resolve().as_uri()], capture_output=True, text=True, timeout=120).stdout
+    ticks = y_ticks(dom, "view-0-chart-0")
+    assert ticks and min(ticks) >= 45 and max(ticks) <= 80
+
+
 @needs_chromium
 def test_dashboard_renders_every_chart_without_console_errors(page, tmp_path):
     attrs, log = open_in_chromium(page, tmp_path / "profile")

@@ -37,8 +37,10 @@ def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str)
     t = trials.assign(_x=[setting_label(r, xkeys) for _, r in trials.iterrows()])
     fig = go.Figure()
     groups = [(None, t)] if colour is None else list(t.groupby(colour, sort=True))
+    ends = []
     for value, g in groups:
         s = seed_summary(g, ["_x"], metric)
+        ends += [(s["mean"] - s["ci95"].fillna(0)).min(), (s["mean"] + s["ci95"].fillna(0)).max()]
         fig.add_bar(x=s["_x"], y=s["mean"],
                     name=setting_label(pd.Series({colour: value}), [colour]) if colour else metric,
                     error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True),
@@ -46,7 +48,15 @@ def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str)
     fig.update_layout(title=title, barmode="group", yaxis_title=metric, height=380,
                       margin=dict(t=50, b=60),
                       legend_title=key_symbol(colour) if colour else None)
+    if ends:        # fitted to the means and their intervals: 58-65% is not flattened by 0
+        fig.update_yaxes(range=fitted_range(min(ends), max(ends)))
     return fig
+
+
+def fitted_range(low: float, high: float, margin: float = 0.08) -> list[float]:
+    """[low, high] widened by `margin` of its span on each side (a flat span: by 1)."""
+    pad = (high - low) * margin if high > low else 1.0
+    return [low - pad, high + pad]
 
 
 def phase_shapes(fig: go.Figure, trials: pd.DataFrame) -> None:
@@ -88,8 +98,9 @@ def task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> 
 
 
 def band_curves(df: pd.DataFrame, value: str, keys: list[str], title: str, ytitle: str,
-                trials: pd.DataFrame) -> go.Figure:
-    """`value` over rounds per setting: the mean over seeds with its 95% band."""
+                trials: pd.DataFrame, floor: float | None = None) -> go.Figure:
+    """`value` over rounds per setting: the mean over seeds with its 95% band (cut at
+    `floor`: drift is >= 0)."""
     df = df.assign(_s=settings_labels(df, keys))
     fig = go.Figure()
     for i, (s, g) in enumerate(df.groupby("_s", sort=True)):
@@ -97,7 +108,7 @@ def band_curves(df: pd.DataFrame, value: str, keys: list[str], title: str, ytitl
         ci = st["ci95"].fillna(0)
         colour = f"hsl({(i * 67) % 360},60%,45%)"
         fig.add_scatter(x=pd.concat([st["round"], st["round"][::-1]]),
-                        y=pd.concat([st["mean"] + ci, (st["mean"] - ci)[::-1]]),
+                        y=pd.concat([st["mean"] + ci, (st["mean"] - ci).clip(lower=floor)[::-1]]),
                         fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.2,
                         hoverinfo="skip", showlegend=False, legendgroup=s)
         fig.add_scatter(x=st["round"], y=st["mean"], mode="lines", name=s, legendgroup=s,

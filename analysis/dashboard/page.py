@@ -53,7 +53,7 @@ window.addEventListener("unhandledrejection", function (e) {{ window.__errors.pu
 <script>{plotly}</script>
 <style>body{{font-family:sans-serif;margin:1em 2em}} .view{{display:none}} .view.on{{display:block}}
 .chart{{width:100%;max-width:1100px}} select{{font-size:1em}}
-.source{{color:#555;font-family:monospace}}</style></head>
+.source,.fixed{{color:#555;font-family:monospace;margin:.2em 0}}</style></head>
 <body data-errors="0" data-charts-expected="{n_charts}" data-charts-rendered="0">
 <h1>{title}</h1>
 <p>From {results}: {summary}.</p>
@@ -72,6 +72,11 @@ window.addEventListener("unhandledrejection", function (e) {{ window.__errors.pu
     var n = 0;
     document.querySelectorAll(".chart").forEach(function (c) {{ if (c.querySelector(".main-svg")) n++; }});
     document.body.setAttribute("data-charts-rendered", String(n));
+    document.querySelectorAll(".view").forEach(function (v) {{
+      var drawn = Array.prototype.filter.call(v.querySelectorAll(".chart"),
+                                              function (c) {{ return c.querySelector(".main-svg"); }});
+      v.setAttribute("data-charts-rendered", String(drawn.length));
+    }});
   }});
   var select = document.getElementById("view-select");
   function show(id) {{
@@ -107,8 +112,9 @@ def render_page(views: list[View], results: Path) -> str:
             divs.append(f'<div class="chart" id="{cid}"></div>')
         source = f'<p class="source">{html.escape(v.source)}</p>' if v.source else ""
         note = f'<p class="note">{html.escape(v.note)}</p>' if v.note else ""
+        fixed = f'<p class="fixed">{html.escape(v.fixed)}</p>' if v.fixed else ""
         blocks.append(f'<div class="view{" on" if i == 0 else ""}" id="{vid}">'
-                      f'<h2>{html.escape(v.title)}</h2>{source}{note}{"".join(divs)}</div>')
+                      f'<h2>{html.escape(v.title)}</h2>{source}{fixed}{note}{"".join(divs)}</div>')
     spec_json = json.dumps(specs, cls=PlotlyJSONEncoder).replace("</", "<\\/")
     studies = list(dict.fromkeys(v.key.split("/")[0] for v in views))
     return PAGE.format(plotly=get_plotlyjs(), n_charts=len(specs), title=html.escape(

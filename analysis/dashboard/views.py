@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.dashboard import charts, search
+from analysis.dashboard import charts, optimizers, search
 from analysis.dashboard.methods import METHOD_AXIS_KEYS, method_charts
 from analysis.seed_stats import per_trial_round
 from analysis.study_tables import Study, is_config_key
@@ -29,6 +29,7 @@ class View:
     note: str = ""           # under the title: what the study is, how to read it
     source: str = ""         # under the title: preset, data set and commit drawn from
     doc: str = ""            # the study's doc, first paragraph (the page title of one study)
+    fixed: str = ""          # under the source: `fixed: server.tau=0.1 · ...` (the manifest's)
 
 
 def compares_methods(study: Study) -> bool:
@@ -67,13 +68,19 @@ def grid_charts(study: Study, trials: pd.DataFrame, keys: list[str]) -> list:
                                      "ACC per setting (mean, 95% CI over seeds)"),
                  charts.metric_chart(trials, keys, "bwt_f",
                                      "BWT_f per setting (mean, 95% CI over seeds)")]
-    if study.rounds is not None:
-        rounds = study.rounds[study.rounds["trial_id"].isin(trials["trial_id"])]
+    rounds = None if study.rounds is None else \
+        study.rounds[study.rounds["trial_id"].isin(trials["trial_id"])]
+    by_optimizer = optimizers.OPTIMIZER in keys and not compares_methods(study)
+    if by_optimizer:                  # paired to FedSGD, accuracy and drift per optimizer
+        found += optimizers.optimizer_charts(trials, rounds, keys)
+    if rounds is not None:
         found.append(charts.task_curves(rounds, trials, keys))
+    if rounds is not None and not by_optimizer:
         carried = [c for c in rounds.columns if is_config_key(c) or c == "dataset"]
         drift = per_trial_round(rounds, "drift", carried)
         found.append(charts.band_curves(drift, "drift", keys, "client drift (Eq. 2) over "
-                                        "rounds (mean, 95% band)", "drift", trials))
+                                        "rounds (mean, 95% band, cut at 0)", "drift", trials,
+                                        floor=0.0))
     if compares_messages(study, trials):
         found.append(charts.pareto_chart(trials, keys))
     return found
@@ -91,5 +98,7 @@ def study_views(study: Study) -> list[View]:
                           f"{study.name} · {dataset} ({len(trials)} trials)",
                           [c.to_plotly_json() for c in found],
                           study.doc + " Bars: mean over seeds with 95% t-intervals.",
-                          study.drawn_from(dataset), study.doc))
+                          study.drawn_from(dataset), study.doc,
+                          optimizers.fixed_line(study.manifest.base, keys,
+                                                study.manifest.preset)))
     return views
