@@ -156,6 +156,10 @@ def test_mlflow_and_tensorboard_callbacks_log_every_trial(local_ray, tmp_path, m
         row = by_lr.loc[float(r.data.params["client.lr"])]
         assert row["tune_trial_id"] in r.info.run_name
         assert r.data.metrics["acc"] == pytest.approx(row["acc"])
+        # the whole base config, not only the sampled key, and the study's identity as tags
+        assert r.data.params["rounds"] == str(row["rounds"])
+        assert r.data.params["server.optimizer"] == row["server.optimizer"]
+        assert (r.data.tags["fcl.preset"], r.data.tags["fcl.status"]) == ("smoke", "TERMINATED")
     for folder in trials["tune_trial_dir"]:    # and its TensorBoard events
         assert glob.glob(os.path.join(folder, "events.out.tfevents.*"))
 

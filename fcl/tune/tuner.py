@@ -56,7 +56,7 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
     return tune.RunConfig(
         name=plan.name, storage_path=state.storage, verbose=1,
         progress_reporter=progress or progress_reporter(plan.space, plan.study.searcher),
-        callbacks=[*trackers.callbacks(opts.callbacks, plan.name, opts.results),
+        callbacks=[*trackers.callbacks(opts.callbacks, plan.name, opts.results, plan.manifest()),
                    StopOnDiskFull()],
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # two: a driver killed between a trial's new checkpoint and its experiment snapshot
