@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +19,7 @@ from analysis.figures.files import add_footer
 from analysis.migrate_results import main as migrate_main
 from analysis.study_tables import MissingStudy, load_study
 from study_fixture import study_results  # noqa: F401  (the session fixture)
+from tmpfs import tmpfs
 
 GOOD = ("ablation_lr", "scalability")          # fig5a and fig5c read these
 
@@ -163,28 +163,15 @@ def test_dashboard_out_that_cannot_be_written_is_one_line(results, tmp_path, cap
     assert "is a folder; give a file name" in one_error_line(capsys)
 
 
-def tmpfs(folder: Path, options: str):
-    """A small tmpfs at `folder` (CI runs as root, which ignores mode bits: a read-only or full
-    disk has to be a real one), unmounted after the test; skipped where mount is not allowed."""
-    folder.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"mount not permitted here: {proc.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-
-
 @pytest.fixture
 def read_only(tmp_path):
-    yield from tmpfs(tmp_path / "ro", "ro,size=1m")
+    with tmpfs(tmp_path / "ro", "ro,size=1m") as folder:
+        yield folder
 
 
 @pytest.fixture
 def full_disk(tmp_path):
-    for folder in tmpfs(tmp_path / "full", "size=64k"):
+    with tmpfs(tmp_path / "full", "size=64k") as folder:
         fd = os.open(folder / "fill", os.O_WRONLY | os.O_CREAT)
         try:                                           # fill it to the last block
             while os.write(fd, b"\0" * 4096):

@@ -12,6 +12,7 @@ import torch
 
 from fcl.config import ConfigError
 from fcl.manifest import read_manifest, verify
+from tmpfs import tmpfs
 
 FAST = ["rounds=5", "data.train_per_class=40", "data.test_per_class=10"]
 
@@ -71,21 +72,6 @@ def test_help_lists_every_key_with_default():
 
 
 # --- outputs and the device are checked before any work (in-process: `main(argv)`) ---
-
-@contextlib.contextmanager
-def tmpfs(folder, options="ro,size=1m"):
-    """A tmpfs mounted at `folder` (CI runs as root, which ignores mode bits: a read-only or a
-    full mount is the way to get a folder root cannot write); skips where mount is refused."""
-    os.makedirs(folder, exist_ok=True)
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
-                       capture_output=True, text=True, check=False)
-    if p.returncode:
-        pytest.skip(f"mount -t tmpfs not permitted here: {p.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-
 
 def in_process(capsys, *argv):
     from fcl.cli import main

@@ -90,7 +90,7 @@ def test_every_data_name_has_a_loader_and_paper_presets_follow_table_2():
 
 @pytest.mark.parametrize("where", ["read-only", "under-file", "folder"])
 def test_unwritable_out_is_refused_before_the_training(where, tmp_path, capsys, monkeypatch):
-    from test_cli import tmpfs
+    from tmpfs import tmpfs
 
     def refuse(*_, **__):
         raise AssertionError("the training started")

@@ -24,6 +24,7 @@ from fcl.tune import state as states
 from fcl.tune.plan import plan_study
 from fcl.tune.run import run_study
 from fcl.tune.study import StudyOptions
+from tmpfs import tmpfs
 
 REPO = Path(__file__).resolve().parent.parent
 STRAGGLERS = runpy.run_path(str(REPO / "studies" / "stragglers.py"))["STUDY"]
@@ -94,16 +95,9 @@ def test_results_and_storage_that_cannot_be_written_are_refused_first(tmp_path):
 
 
 def test_a_read_only_results_folder_is_refused(tmp_path):
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("mount not permitted here (needs root)")
-    try:
+    with tmpfs(tmp_path / "ro") as ro:
         with pytest.raises(ConfigError, match=r"cannot write there \(Read-only file system\)"):
             run_study(STRAGGLERS, smoke(ro))
-    finally:
-        subprocess.run(["umount", str(ro)], check=True)
 
 
 HOLDER = """

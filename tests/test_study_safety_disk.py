@@ -9,6 +9,8 @@ import textwrap
 import pandas as pd
 import pytest
 
+from tmpfs import tmpfs
+
 ray = pytest.importorskip("ray")
 
 from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
@@ -26,16 +28,8 @@ if __name__ == "__main__":
 
 @pytest.fixture
 def small_disk(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "size=256k") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def frames(results):

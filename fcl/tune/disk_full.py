@@ -26,6 +26,8 @@ from collections.abc import Iterator
 
 from ray import tune
 
+from fcl.tune.progress import filtered_ray_logs
+
 NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28")
 _FULL: list[str] = []                 # the trials that hit a full disk (per driver)
 _RESERVES: list[str] = []             # the reserve file of the study running (per driver)
@@ -95,14 +97,8 @@ def watch(folder: str) -> Iterator[list[str]]:
     the reserve file in `folder` (Tune's state of the study) meanwhile."""
     _FULL.clear()
     make_reserve(folder)
-    quiet = _NoSpaceTracebacks()
-    handlers = {h for name in ("", "ray", "ray.tune", "ray.train")
-                for h in logging.getLogger(name).handlers}
-    for h in handlers:
-        h.addFilter(quiet)
     try:
-        yield _FULL
+        with filtered_ray_logs(_NoSpaceTracebacks()):
+            yield _FULL
     finally:
         free_reserve()
-        for h in handlers:
-            h.removeFilter(quiet)

@@ -92,17 +92,23 @@ class _AfterInterrupt(logging.Filter):
 
 
 @contextlib.contextmanager
+def filtered_ray_logs(log_filter: logging.Filter):
+    """`log_filter` on the handlers of the root and Ray's loggers while the block runs."""
+    handlers = {h for name in ("", "ray", "ray.tune", "ray.train")
+                for h in logging.getLogger(name).handlers}
+    for h in handlers:
+        h.addFilter(log_filter)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(log_filter)
+
+
+@contextlib.contextmanager
 def quiet_interrupt():
     """Yields a list that is non-empty once Tune received a stop signal (Ctrl-C, SIGTERM);
     from then on Ray's warnings are dropped until the block ends."""
     _INTERRUPTED.clear()
-    quiet = _AfterInterrupt()
-    handlers = {h for name in ("", "ray", "ray.tune", "ray.train")
-                for h in logging.getLogger(name).handlers}
-    for h in handlers:
-        h.addFilter(quiet)
-    try:
+    with filtered_ray_logs(_AfterInterrupt()):
         yield _INTERRUPTED
-    finally:
-        for h in handlers:
-            h.removeFilter(quiet)
