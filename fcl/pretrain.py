@@ -12,12 +12,20 @@ The backbone (`model.backbone`, `.stem`, `.norm`, `.width`, `.input_size`; start
 `data.name` train together on its whole training set (`data.train_per_class` caps it;
 `data.augment` applies), with SGD (momentum 0.9, weight decay, cosine learning rate over the
 epochs) and BatchNorm in train mode. The checkpoint holds the backbone's state_dict (BatchNorm
-statistics included), its architecture (checked when loaded) and how it was trained; the head is
-dropped. The same config and seed give the same checkpoint on the same device.
+statistics included), its architecture (checked when loaded) and how it was trained (no wall
+time: the file's bytes depend only on what it learned); the head is dropped. The same config,
+seed and `run.threads` give the same file, byte for byte, on the same device.
+
+`--skip-per-class N` leaves out the first N training and test images of every class: the ones an
+FCL run with `data.train_per_class` and `data.test_per_class` <= N uses (`fcl.data.federated`
+keeps the first per class), so a backbone pretrained on the rest of the same data set never saw
+an FCL task's image (`cifar10-local`: 300 / 100 per class; `fcl/weights/README.md`).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
 import math
 import sys
 import time
@@ -36,14 +44,33 @@ from fcl.cli_args import (
     write_failed,
 )
 from fcl.config import ClientConfig, ConfigError, RunConfig
+from fcl.data.federated import _first_per_class as first_per_class
+from fcl.data.image_dataset import ImageDataset
 from fcl.models.backbone import Backbone, build_backbone
-from fcl.models.pretrained import architecture, load_pretrained_, save_checkpoint
+from fcl.atomic_file import write_bytes_atomic
+from fcl.models.pretrained import CHECKPOINT_FORMAT, architecture, load_pretrained_
 from fcl.seeding import derive_seed, generator
 
 
+def without_first_per_class(ds: ImageDataset, skip: int) -> ImageDataset:
+    """`ds` less the first `skip` images of every class of both splits (in order), by the same
+    rule that picks an FCL run's images, so the two are disjoint by index."""
+    if skip <= 0:
+        return ds
+
+    def rest(y: torch.Tensor) -> torch.Tensor:
+        keep = torch.ones(len(y), dtype=torch.bool)
+        keep[first_per_class(y, skip)] = False
+        return keep.nonzero().flatten()
+    tr, te = rest(ds.train_y), rest(ds.test_y)
+    return replace(ds, train_x=ds.train_x[tr], train_y=ds.train_y[tr], test_x=ds.test_x[te],
+                   test_y=ds.test_y[te])
+
+
 def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_decay: float,
-             log=print) -> tuple[Backbone, dict]:
-    """Train `cfg.model`'s backbone + a linear head on `cfg.data`; (backbone, report)."""
+             log=print, skip_per_class: int = 0) -> tuple[Backbone, dict]:
+    """Train `cfg.model`'s backbone + a linear head on `cfg.data` (less the first
+    `skip_per_class` images of every class); (backbone, report)."""
     from fcl.data.datasets import load_dataset
     from fcl.data.federated import build_federated_data
     from fcl.engine import resolve_device
@@ -53,7 +80,7 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
     ds = load_dataset(cfg.data.name, cfg.data.root, cfg.data)
-    ds = replace(ds, task_classes=None)                     # one head over every class
+    ds = replace(without_first_per_class(ds, skip_per_class), task_classes=None)  # one head
     one_task = replace(cfg.data, num_tasks=1, num_clients=1, partition="iid")
     data = build_federated_data(ds, one_task, cfg.seed).to(device)
     td = data.tasks[0]
@@ -90,6 +117,7 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
     report = {"data.name": cfg.data.name, "data.root": cfg.data.root, "seed": cfg.seed,
               "epochs": epochs, "lr": lr, "batch_size": batch_size,
               "weight_decay": weight_decay, "input_size": cfg.model.input_size,
+              "skip_per_class": skip_per_class, "threads": cfg.run.threads,
               "train_loss": losses[-1] if losses else math.nan,
               "test_acc": held_out_accuracy(backbone, head, data, cfg.eval.batch_size),
               "classes": len(td.classes), "train_images": len(td.train_y),
@@ -108,6 +136,18 @@ def held_out_accuracy(backbone: Backbone, head: nn.Module, data, batch_size: int
     return float(hits) * 100.0 / max(len(td.test_y), 1)
 
 
+def save_checkpoint(path: str, backbone: Backbone, arch: dict, meta: dict) -> str:
+    """`fcl.models.pretrained`'s checkpoint, serialised in memory and then written atomically;
+    returns its SHA-256. torch.save names the zip's folder after the file it writes, and the
+    atomic write's temporary name is random, so a file written directly differed each time."""
+    blob = {"format": CHECKPOINT_FORMAT, "architecture": arch, "meta": meta,
+            "state_dict": {k: v.detach().cpu().clone() for k, v in backbone.state_dict().items()}}
+    buf = io.BytesIO()
+    torch.save(blob, buf)
+    write_bytes_atomic(buf.getvalue(), path)
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
 HELP = "train a backbone on a data set and save it for model.weights=PATH"
 
 
@@ -118,6 +158,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=0.1, help="peak SGD learning rate (cosine)")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--weight-decay", type=float, default=5e-4)
+    p.add_argument("--skip-per-class", type=int, default=0, metavar="N",
+                   help="leave out the first N training and test images of every class (those "
+                        "FCL runs with data.train_per_class <= N use)")
 
 
 def checkpoint_bytes(cfg: RunConfig) -> int:
@@ -135,16 +178,20 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(flag, value, "out of range", "> 0")
     if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
         raise ConfigError("--weight-decay", args.weight_decay, "out of range", ">= 0")
+    if args.skip_per_class < 0:
+        raise ConfigError("--skip-per-class", args.skip_per_class, "out of range", ">= 0")
     cfg = config_from_args(args)
     check_device(cfg)
     check_output("--out", args.out, "file", checkpoint_bytes(cfg))    # before the training
     backbone, report = pretrain(cfg, args.epochs, args.lr, args.batch_size, args.weight_decay,
-                                log=lambda line: print(line, file=sys.stderr, flush=True))
+                                log=lambda line: print(line, file=sys.stderr, flush=True),
+                                skip_per_class=args.skip_per_class)
     done = (f"test accuracy {report['test_acc']:.2f}% over {report['classes']} classes after "
             f"{args.epochs} epochs ({report['wall_s']:.1f} s)")
     try:
+        meta = {k: v for k, v in report.items() if k != "wall_s"}     # same run, same bytes
         sha = save_checkpoint(args.out, backbone,
-                              architecture(cfg.model, backbone.stem[0].in_channels), report)
+                              architecture(cfg.model, backbone.stem[0].in_channels), meta)
     except OSError as e:        # checked writable before the training: the disk filled since
         print(done, flush=True)
         print(write_failed("--out", args.out, e), file=sys.stderr)

@@ -1,13 +1,16 @@
-"""`fcl pretrain` writes a backbone checkpoint that `model.weights` loads back bit-identical;
-data-set errors on the command line are one line and exit 2."""
+"""`fcl pretrain` writes a backbone checkpoint that `model.weights` loads back bit-identical,
+the same bytes from the same command, and, with --skip-per-class, from images no FCL run of
+that size uses; data-set errors on the command line are one line and exit 2."""
 import contextlib
+import hashlib
 
 import pytest
 import torch
 
 from fcl.cli import main
 from fcl.config import DataConfig, RunConfig, iter_fields
-from fcl.data.datasets import LOADERS, DataError, load_dataset
+from fcl.data.datasets import LOADERS, DataError, from_arrays, load_dataset
+from fcl.data.federated import build_federated_data
 from fcl.engine import run
 from fcl.models.factory import build_model
 from fcl.presets import preset
@@ -52,10 +55,68 @@ def test_pretrain_checkpoint_loads_back_bit_identical_and_runs(tmp_path, capsys)
     assert res.summary["rounds"] == 5 and 0.0 <= res.summary["acc"] <= 100.0
 
 
+def test_same_command_same_bytes_and_the_skip_is_recorded(tmp_path, capsys):
+    shas = []
+    for name in ("a.pt", "b.pt"):
+        code, stdout, stderr = fcl(capsys, "pretrain", "--preset", "smoke", "--set", *TINY,
+                                   "--epochs", "1", "--batch-size", "50", "--skip-per-class",
+                                   "7", "--out", str(tmp_path / name))
+        assert code == 0, stderr
+        shas.append(hashlib.sha256((tmp_path / name).read_bytes()).hexdigest())
+        assert f"sha256={shas[-1][:16]}" in stdout
+    assert shas[0] == shas[1]
+    meta = torch.load(tmp_path / "a.pt", weights_only=True)["meta"]
+    assert meta["skip_per_class"] == 7 and "wall_s" not in meta
+
+
+def id_images(labels_train, labels_test):
+    """A data set whose every image is its own index (base-256 digits in 3 channels)."""
+    import numpy as np
+
+    def images(n, offset):
+        ids = np.arange(offset, offset + n)
+        x = np.stack([ids % 256, ids // 256 % 256, ids // 65536], axis=1).astype(np.uint8)
+        return np.broadcast_to(x[:, :, None, None], (n, 3, 2, 2)).copy()
+    return from_arrays("ids", images(len(labels_train), 0), labels_train,
+                       images(len(labels_test), len(labels_train)), labels_test,
+                       tuple(f"c{c}" for c in range(10)))
+
+
+def image_ids(x):
+    x = x[:, :, 0, 0].long()
+    return set((x[:, 0] + 256 * x[:, 1] + 65536 * x[:, 2]).tolist())
+
+
+def test_skip_per_class_leaves_out_exactly_the_images_of_the_fcl_tasks():
+    """cifar10-local's sizes (300 / 100 per class) on shuffled labels: the pretraining images
+    and the FCL tasks' images (all tasks, all client shards, both splits) are disjoint by index;
+    the training images of the two together are the whole training set."""
+    import numpy as np
+    from fcl.pretrain import without_first_per_class
+    rng = np.random.default_rng(0)
+    ds = id_images(rng.permutation(np.repeat(np.arange(10), 340)),
+                   rng.permutation(np.repeat(np.arange(10), 330)))
+    data = build_federated_data(ds, preset("cifar10-local").data, seed=0)
+    fcl_train = set().union(*(image_ids(t.train_x[torch.cat(t.shards)]) for t in data.tasks))
+    fcl_test = set().union(*(image_ids(t.test_x) for t in data.tasks))
+    assert (len(fcl_train), len(fcl_test)) == (3000, 1000)
+    rest = without_first_per_class(ds, 300)
+    assert (len(rest.train_y), len(rest.test_y)) == (400, 300)
+    assert torch.equal(torch.bincount(rest.train_y), torch.full((10,), 40))
+    pre_train, pre_test = image_ids(rest.train_x), image_ids(rest.test_x)
+    assert not pre_train & (fcl_train | fcl_test) and not pre_test & (fcl_train | fcl_test)
+    assert pre_train | fcl_train == image_ids(ds.train_x)
+    assert pre_test | fcl_test < image_ids(ds.test_x)         # test images 100-299 unused
+    assert without_first_per_class(ds, 0) is ds
+
+
 def test_pretrain_rejects_bad_flags_and_wrong_architecture(tmp_path, capsys):
     code, _, err = fcl(capsys, "pretrain", "--preset", "smoke", "--epochs", "0",
                        "--out", str(tmp_path / "x.pt"))
     assert code == 2 and "error: --epochs=0: out of range" in err
+    code, _, err = fcl(capsys, "pretrain", "--preset", "smoke", "--skip-per-class", "-1",
+                       "--out", str(tmp_path / "x.pt"))
+    assert code == 2 and err.count("\n") == 1 and "error: --skip-per-class=-1: out of range" in err
     torch.save({"conv1.weight": torch.zeros(1)}, tmp_path / "half.pt")
     code, _, err = fcl(capsys, "run", "--preset", "smoke", "--set",
                        f"model.weights={tmp_path / 'half.pt'}")
