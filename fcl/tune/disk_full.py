@@ -9,19 +9,24 @@ study the way Ctrl-C does (Tune's SIGINT handler: running trials are stopped, no
 resume from their last checkpoint), the tracebacks of ENOSPC are kept off the terminal, and
 `fcl.tune.run` ends with one line instead of exporting.
 
-Tune rewrites its experiment state in place, so a snapshot taken on a full disk is truncated
-and `--resume` would start over (seen: a study of 2 trials resumed as 1 with no config). So
-while a study runs a reserve file (`RESERVE`: a quarter of the free space, at most 4 MiB) sits
-beside Tune's state, and is removed the moment the disk is found full: Tune's final snapshot
-(taken as it stops) then has room.
+Tune copies its experiment state onto the storage in place, so a snapshot that lands on the
+full disk is truncated and `--resume` would lose trials (seen: a study of 2 trials resumed as 1,
+in about half the runs). Two reserve files sit beside Tune's state while a study runs (each an
+eighth of the free space, at most 2 MiB): the first is removed the moment the disk is found full
+(room for the failed trial's error files and Tune's final snapshot); the trials still running
+may eat that room before the snapshot lands, so the second is removed only once Tune has
+stopped, when nothing else writes, and the state that Tune keeps on the driver's own disk (its
+staging folder, complete) is then copied over the storage's, file by file, atomically.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
 import signal
+import sys
 from collections.abc import Iterator
 
 from ray import tune
@@ -30,8 +35,9 @@ from fcl.tune.progress import filtered_ray_logs
 
 NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28")
 _FULL: list[str] = []                 # the trials that hit a full disk (per driver)
-_RESERVES: list[str] = []             # the reserve file of the study running (per driver)
-RESERVE = ".fcl-reserve"
+_RESERVES: list[str] = []             # the reserve files of the study running (per driver)
+_STAGING: list[tuple[str, str]] = []  # (Tune's staging folder, the storage's) of the study
+RESERVES = (".fcl-reserve", ".fcl-reserve-repair")
 
 
 def says_disk_full(text: str) -> bool:
@@ -55,7 +61,8 @@ class StopOnDiskFull(tune.Callback):
             text = ""
         if says_disk_full(text) and not _FULL:
             _FULL.append(str(trial))
-            free_reserve()
+            _STAGING.append((trial.local_experiment_path, trial.remote_experiment_path))
+            free_reserves(keep=1)
             os.kill(os.getpid(), signal.SIGINT)      # Tune's handler: stop, keep the state
 
 
@@ -67,28 +74,57 @@ class _NoSpaceTracebacks(logging.Filter):
                     (_FULL and record.levelno < logging.CRITICAL))
 
 
-def make_reserve(folder: str) -> None:
-    """The reserve file in `folder` (a local one; nothing where it cannot be written)."""
+def make_reserves(folder: str) -> None:
+    """The reserve files in `folder` (a local one; nothing where it cannot be written)."""
     if "://" in folder:
         return
-    path = os.path.join(folder, RESERVE)
+    os.makedirs(folder, exist_ok=True)
+    size = min(2 << 20, shutil.disk_usage(folder).free // 8)
+    for name in reversed(RESERVES):              # the last freed is made first
+        path = os.path.join(folder, name)
+        try:
+            with open(path, "wb") as f:
+                f.write(b"\0" * size)
+                f.flush()
+                os.fsync(f.fileno())
+            _RESERVES.insert(0, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def free_reserves(keep: int = 0) -> None:
+    while len(_RESERVES) > keep:
+        with contextlib.suppress(OSError):
+            os.unlink(_RESERVES.pop(0))
+
+
+def restore_experiment_state(staging: str, storage: str) -> bool:
+    """Copy Tune's experiment state files (the top level of its staging folder on the driver:
+    experiment_state-*.json, the searcher's and variant generator's state, tuner.pkl) over the
+    storage's, each through a temp file and a rename. True when the storage's experiment state
+    then reads back whole."""
+    if "://" in storage or not os.path.isdir(staging):
+        return False
+    names = [n for n in os.listdir(staging) if os.path.isfile(os.path.join(staging, n))]
     try:
-        os.makedirs(folder, exist_ok=True)
-        size = min(4 << 20, shutil.disk_usage(folder).free // 4)
-        with open(path, "wb") as f:
-            f.write(b"\0" * size)
-            f.flush()
-            os.fsync(f.fileno())
-        _RESERVES.append(path)
+        for name in names:
+            tmp = os.path.join(storage, f".tmp-{name}")
+            shutil.copyfile(os.path.join(staging, name), tmp)
+            os.replace(tmp, os.path.join(storage, name))
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        return False
+    return all(_reads_back(os.path.join(storage, n)) for n in names
+               if n.startswith("experiment_state"))
 
 
-def free_reserve() -> None:
-    while _RESERVES:
-        with contextlib.suppress(OSError):
-            os.unlink(_RESERVES.pop())
+def _reads_back(path: str) -> bool:
+    try:
+        with open(path) as f:
+            json.load(f)
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 @contextlib.contextmanager
@@ -96,9 +132,13 @@ def watch(folder: str) -> Iterator[list[str]]:
     """Yields a list that is non-empty once a trial hit a full disk (Tune then stops); keeps
     the reserve file in `folder` (Tune's state of the study) meanwhile."""
     _FULL.clear()
-    make_reserve(folder)
+    _STAGING.clear()
+    make_reserves(folder)
     try:
         with filtered_ray_logs(_NoSpaceTracebacks()):
             yield _FULL
     finally:
-        free_reserve()
+        free_reserves()
+        if _STAGING and not restore_experiment_state(*_STAGING[0]):
+            print(f"warning: Tune's experiment state in {_STAGING[0][1]} could not be restored "
+                  "whole; --resume may run some trials again from the start", file=sys.stderr)
