@@ -54,6 +54,9 @@ STUDY_COLUMNS = ("study", "trial_id", "status", "error", "preset", "tune_trial_i
                  "tune_trial_dir")
 OPTUNA_COLUMN = "optuna_trial"          # Int64; null outside Optuna searches
 VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "python_version")
+# Where the trial ran (Tune's `hostname` and `node_ip` of its last report; "" if it never
+# reported): with VERSION_COLUMNS from that node's own report, which node ran which fcl.
+NODE_COLUMNS = ("hostname", "node_ip")
 STUDY_SUMMARY_TYPES = {**SUMMARY_TYPES, "round_reached": "Int64", "acc_reached": "float64"}
 
 # What a reader needs at least (analysis checks these; schema 1 stored rounds per task).
@@ -87,7 +90,7 @@ def run_trial_types() -> dict[str, str]:
 def study_trial_types() -> dict[str, str]:
     """Every column of a study's trials.parquet and its type, in order."""
     return {**{c: "string" for c in STUDY_COLUMNS}, **config_types(), OPTUNA_COLUMN: "Int64",
-            **STUDY_SUMMARY_TYPES, **{c: "string" for c in VERSION_COLUMNS},
+            **STUDY_SUMMARY_TYPES, **{c: "string" for c in (*VERSION_COLUMNS, *NODE_COLUMNS)},
             "schema_version": "int64"}
 
 
@@ -118,7 +121,8 @@ def empty(types: dict[str, str]) -> pd.DataFrame:
 def empty_trials() -> pd.DataFrame:
     """A study's trials.parquet with no trial to show yet (all pending): no rows, every column
     (untyped: `typed_trials` gives them their types)."""
-    cols = [*STUDY_COLUMNS, *field_types(), OPTUNA_COLUMN, *VERSION_COLUMNS, "schema_version"]
+    cols = [*STUDY_COLUMNS, *field_types(), OPTUNA_COLUMN, *VERSION_COLUMNS, *NODE_COLUMNS,
+            "schema_version"]
     return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
 
 
@@ -132,14 +136,15 @@ def typed_trials(df: pd.DataFrame, metrics: dict[str, str]) -> pd.DataFrame:
                    ).astype("object").where(lambda c: c.notna(), None).astype(dtype)
     for key, typ in types.items():
         df[key] = df[key].astype(PANDAS_TYPES[typ])
-    for col in (*STUDY_COLUMNS, *VERSION_COLUMNS):
-        df[col] = df[col].astype("string")
+    for col in (*STUDY_COLUMNS, *VERSION_COLUMNS, *NODE_COLUMNS):
+        if col in df or col not in NODE_COLUMNS:        # older callers: no node columns
+            df[col] = df[col].astype("string")
     df[OPTUNA_COLUMN] = df[OPTUNA_COLUMN].astype("Int64")
     df["schema_version"] = df["schema_version"].astype("int64")
     head = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN]
-    rest = [c for c in df.columns if c not in head and c not in VERSION_COLUMNS
-            and c != "schema_version"]
-    return df[[*head, *rest, *VERSION_COLUMNS, "schema_version"]]
+    tail = [*VERSION_COLUMNS, *(c for c in NODE_COLUMNS if c in df), "schema_version"]
+    rest = [c for c in df.columns if c not in head and c not in tail]
+    return df[[*head, *rest, *tail]]
 
 
 def metric_types(summaries: list[dict]) -> dict[str, str]:

@@ -7,8 +7,9 @@
 
 Every other flag goes to each study as it would on its own command line (`--results`,
 `--seeds`, `--fresh`, `--resume`, `--set ...`); the search runs with `--scheduler asha`.
-Studies run in the order below; one that fails is reported and the next one starts, except
-that a refused command line (exit 2: a bad flag or value, or state left without `--resume` /
+Studies run in the order below; one that fails (exit 1: a trial failed or did not finish)
+is reported and the next one starts, and the last line names every study that failed. A
+refused command line (exit 2: a bad flag or value, or state left without `--resume` /
 `--fresh`) stops the lot, since every later study gets the same flags. The exit code is the
 worst of theirs.
 """
@@ -35,19 +36,24 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE.parent))
     from fcl.cli_args import EXIT_USAGE
     from fcl.tune import run_study_cli
-    worst = 0
+    worst, failed = 0, []
     for name in args.only:
         study = runpy.run_path(str(HERE / f"{name}.py"))["STUDY"]
         print(f"== {name}", flush=True)
         code = run_study_cli(study, [*rest, *EXTRA.get(name, [])])
         print(f"== {name}: exit {code}", flush=True)
         worst = max(worst, code)
+        if code:
+            failed.append(f"{name} (exit {code})")
         if code == EXIT_USAGE:
             later = args.only[args.only.index(name) + 1:]
             if later:
                 print(f"run_all: stopped at {name}: not started: {' '.join(later)}",
                       file=sys.stderr)
             break
+    if failed:
+        print(f"run_all: {len(failed)} of {len(args.only)} studies failed: {', '.join(failed)}",
+              file=sys.stderr)
     return worst
 
 

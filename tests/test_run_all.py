@@ -49,3 +49,15 @@ def test_cifar10_presets_reach_every_study(preset, want):
         assert cfg.data.num_tasks == (1 if flocora else 5)
         if flocora:
             assert cfg.model.backbone == want and cfg.data.partition == "lda"
+
+
+def test_a_failed_study_does_not_stop_the_next_and_the_last_line_names_it(monkeypatch, capsys):
+    """A study whose trials failed exits 1: the next study runs, and run_all exits 1 naming it."""
+    import fcl.tune
+    codes = {"optimizers": 1, "noniid": 0}
+    monkeypatch.setattr(fcl.tune, "run_study_cli", lambda study, argv: codes[study.name])
+    assert run_all.main(["--preset", "smoke", "--only", "optimizers", "noniid"]) == 1
+    captured = capsys.readouterr()
+    assert "== noniid: exit 0" in captured.out
+    assert captured.err.strip().splitlines()[-1] == \
+        "run_all: 1 of 2 studies failed: optimizers (exit 1)"

@@ -196,3 +196,54 @@ def test_declarations_and_bound_parameters_pickle():
     back = pickle.loads(pickle.dumps(datasets))[key]
     assert torch.equal(back.train_x, ds.train_x) and torch.equal(back.test_y, ds.test_y)
     assert (back.classes, back.task_classes) == (ds.classes, ds.task_classes)
+
+
+def test_a_trial_is_checked_against_the_largest_node_not_the_cluster_total():
+    """Nodes of 1, 2 and 2 CPUs: 5 CPUs in all, but a 3-CPU trial fits on none."""
+    from fcl.tune.nodes import Node
+    nodes = [Node("10.0.0.1", 1, head=True), Node("10.0.0.2", 2), Node("10.0.0.3", 2)]
+    with pytest.raises(ConfigError, match=r"no node has 3 CPUs \(nodes: 1, 2 and 2 CPUs\); "
+                                          r"allowed: 0 < cpus <= 2"):
+        trial_resources({"CPU": 5.0}, 3, None, None, nodes=nodes)
+    assert trial_resources({"CPU": 5.0}, 2, None, None, nodes=nodes).cpus == 2
+    gpu = [Node("10.0.0.1", 4, 1.0), Node("10.0.0.2", 8)]
+    with pytest.raises(ConfigError, match=r"--gpus-per-trial=1: no node has 8 CPUs and 1 GPUs"):
+        trial_resources({"CPU": 12.0, "GPU": 1.0}, 8, 1, None, nodes=gpu)
+    # an autoscaling cluster may add a larger node: the check is Ray's then
+    assert trial_resources({"CPU": 5.0}, 3, None, None, True, nodes).cpus == 3
+
+
+def test_trials_at_once_are_counted_per_node_and_a_gpu_share_says_how_to_use_cpu_nodes():
+    from fcl.tune.nodes import Node, concurrency, placement_line
+    nodes = [Node("10.0.0.1", 8, 1.0, head=True), Node("10.0.0.2", 16), Node("10.0.0.3", 3)]
+    assert concurrency(nodes, 2, 0, None) == 4 + 8 + 1          # CPUs per node, floored
+    assert concurrency(nodes, 2, 0, 5) == 5
+    assert concurrency(nodes, 1, 0.2, None) == 5                # the GPU node only
+    line = placement_line(nodes, 1, 0.2, None)
+    assert line == ("5 trials at once (1 CPU + 0.2 GPU each): 5 on 10.0.0.1; none on the CPU "
+                    "nodes 10.0.0.2, 10.0.0.3 (each trial asks for 0.2 GPU): --gpus-per-trial 0 "
+                    "runs trials on every node's CPUs")
+    assert placement_line(nodes, 4, 0, None) == ("6 trials at once (4 CPU each): 2 on "
+                                                 "10.0.0.1, 4 on 10.0.0.2")
+
+
+def test_a_failed_trial_is_one_line_with_its_config_its_error_and_rays_hint():
+    from fcl.tune.export import error_hint, failed_lines
+    storage = RuntimeError("Unable to set up cluster storage with the following settings:\n"
+                           "StorageContext<...>\nCheck that all nodes in the cluster have "
+                           "read/write access to the configured storage path. "
+                           "`RunConfig(storage_path)` should be set to ...")
+    hint = error_hint(storage)
+    assert hint == ("Check that all nodes in the cluster have read/write access to the "
+                    "configured storage path.")
+    assert error_hint(RuntimeError("boom\nno advice here")) == ""
+    cfgs = [preset("smoke", {"seed": s}) for s in (0, 1)]
+    failed = [TrialOutcome(cfgs[0], "ERROR", "RuntimeError: Unable to set up cluster storage",
+                           None, {}, "0", node={"node_ip": "10.0.0.2", "hostname": "w1"}),
+              TrialOutcome(cfgs[1], "TERMINATED", "", None, {}, "1")]
+    df = study_frames("s", "smoke", failed[:1], ["seed"])["trials"]
+    assert list(df["node_ip"]) == ["10.0.0.2"] and list(df["hostname"]) == ["w1"]
+    tid = df["trial_id"].iloc[0]
+    assert failed_lines(df, ["seed"], {tid: hint}) == [
+        f"failed: trial {tid} (seed=0) on 10.0.0.2: RuntimeError: Unable to set up cluster "
+        f"storage [Ray: {hint}]"]

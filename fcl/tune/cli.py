@@ -91,7 +91,10 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
                          "objective (and ASHA's comparison) is their mean") +
                    f" (default: {seeds_default(searcher)})")
     p.add_argument("--max-concurrent", type=positive(int),
-                   help="at most this many trials at once (default: what the cluster fits)")
+                   help="at most this many trials at once (default: what the live nodes hold "
+                        "at the start, grid and search alike: per node, its CPUs / "
+                        "--cpus-per-trial, and its GPUs / --gpus-per-trial when trials ask for "
+                        "GPUs; a search's TPE then draws with Optuna's constant liar)")
     p.add_argument("--resume", action="store_true",
                    help="continue this study from its Tune state (after a crash or a kill)")
     p.add_argument("--fresh", action="store_true",
@@ -152,7 +155,9 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
         return 130
     if outcome.interrupted:
         return 130
-    return 1 if outcome.unfinished else 0
+    # 0 only when every trial finished or its scheduler stopped it (the lines above say
+    # which failed or did not finish)
+    return 1 if outcome.unfinished or outcome.failed else 0
 
 
 def main(study: Study) -> None:

@@ -12,6 +12,8 @@ import ray
 import torch
 
 from fcl.config import ConfigError
+from fcl.tune import ray_connect
+from fcl.tune.nodes import Node, check_fits, one_node
 from fcl.tune.ray_private import autoscaler_node_groups
 
 
@@ -34,8 +36,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
         # Ray starts workers at nice 15 to keep its own processes responsive; on a laptop the
         # trials are the work, and at 15 they crawl beside anything else running.
         os.environ.setdefault("RAY_worker_niceness", "0")
-    else:
-        send_token_if_any()
+    elif address != "auto" and not address.startswith("ray://"):
+        prepare_join(address)
     local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
     # "local": a new instance, even where `ray start` left one running (address=None would join it)
     ray.init(address=address or "local", configure_logging=True, logging_level=logging.WARNING,
@@ -43,16 +45,24 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     return True
 
 
-def send_token_if_any() -> None:
-    """`ray start` (Ray >= 2.52) turns token auth on and keeps the token in ~/.ray/auth_token;
-    Ray's CLI then sends it, but `ray.init(address=...)` only does when RAY_AUTH_MODE=token.
-    Set that (Ray's documented switch) where a token is at hand, so `RAY_ADDRESS=...
-    python studies/x.py` works unchanged; an explicit RAY_AUTH_MODE is left as it is."""
-    if "RAY_AUTH_MODE" in os.environ:
-        return
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
-    if os.environ.get("RAY_AUTH_TOKEN") or os.path.isfile(path):
-        os.environ["RAY_AUTH_MODE"] = "token"
+def prepare_join(address: str) -> None:
+    """Before `ray.init(address)`: send the token where the cluster wants one (token auth,
+    on by default for `ray start` since Ray 2.52: `fcl.tune.ray_connect`), and refuse in one
+    line a driver on a machine that is not one of the cluster's nodes (Ray would die in ~14 s
+    with a C++ stack trace: it attaches a driver to a raylet on its own machine)."""
+    if ray_connect.needs_token(address):
+        path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+        if not (os.environ.get("RAY_AUTH_TOKEN") or os.path.isfile(path)):
+            raise ConfigError("--address", address, "the cluster uses token auth and this "
+                              f"machine has no token ({path})", "the head's ~/.ray/auth_token "
+                              "copied here, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH set")
+        ray_connect.use_token()
+    if ray_connect.local_node_ids(address) == []:
+        raise ConfigError("--address", address, "this machine is not a node of that cluster "
+                          "(a driver joins through a Ray node on its own machine)",
+                          "run on the head node; or `ray job submit --address "
+                          "http://HEAD:8265 --working-dir . -- python studies/NAME.py ...`; or "
+                          "--address ray://HEAD:10001 (Ray Client)")
 
 
 def can_autoscale() -> bool:
@@ -82,11 +92,15 @@ class TrialResources:
 
 
 def trial_resources(cluster: dict, cpus: float | None, gpus: float | None,
-                    max_concurrent: int | None, autoscales: bool = False) -> TrialResources:
+                    max_concurrent: int | None, autoscales: bool = False,
+                    nodes: list[Node] | None = None) -> TrialResources:
     """Default: one CPU per trial, and the cluster's GPUs shared evenly by the trials that can
-    run at once (none when it has none). Asking for GPUs the cluster lacks is an error, never
-    a trial left pending forever, unless the cluster can autoscale (`can_autoscale`): then Ray
-    adds GPU nodes for the pending trials, and a warning says so."""
+    run at once (none when it has none). A trial runs on one node, so what it asks for is
+    checked against the largest of `nodes` (default: the cluster as one node): asking for more
+    than any node has is an error, never a trial left pending forever, unless the cluster can
+    autoscale (`can_autoscale`): then Ray adds nodes for the pending trials, and a warning
+    says so."""
+    nodes = nodes or one_node(cluster)
     have_cpus, have_gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
     cpus = 1.0 if cpus is None else cpus
     if not 0 < cpus <= have_cpus:
@@ -96,7 +110,8 @@ def trial_resources(cluster: dict, cpus: float | None, gpus: float | None,
     if max_concurrent:
         concurrency = min(concurrency, max_concurrent)
     if gpus is None:
-        gpus = 0.0 if not have_gpus else min(1.0, have_gpus / concurrency)
+        gpus = 0.0 if not have_gpus else min(1.0, have_gpus / concurrency,
+                                             max(n.gpus for n in nodes))
     if gpus > 1 and gpus != int(gpus):
         raise ConfigError("--gpus-per-trial", gpus, "a trial asks for a fraction of one GPU "
                           "or whole GPUs", "fractions below 1, whole numbers above")
@@ -107,12 +122,6 @@ def trial_resources(cluster: dict, cpus: float | None, gpus: float | None,
         raise ConfigError("--gpus-per-trial", gpus, f"the cluster has {have_gpus:g} GPUs",
                           "0" if not have_gpus else f"0 <= gpus <= {have_gpus:g} (fractions "
                           "below 1, whole numbers above)")
+    if not autoscales:
+        check_fits(nodes, cpus, gpus)
     return TrialResources(cpus, gpus, max(1, math.floor(cpus)))
-
-
-def concurrency(cluster: dict, res: TrialResources, max_concurrent: int | None) -> int:
-    """How many trials can run at once on `cluster` (for the dry run's cost estimate)."""
-    n = math.floor(float(cluster.get("CPU", 0)) / res.cpus)
-    if res.gpus:
-        n = min(n, math.floor(float(cluster.get("GPU", 0)) / res.gpus))
-    return max(1, min(n, max_concurrent) if max_concurrent else n)

@@ -10,7 +10,7 @@ import torch
 
 from fcl.config import RunConfig
 from fcl.data.datasets import ImageDataset
-from fcl.tune import cluster, schedulers, space as spaces
+from fcl.tune import cluster, nodes, schedulers, space as spaces
 from fcl.tune.plan import StudyPlan
 from fcl.tune.space import Space, describe_value, grid_points, training_samples
 from fcl.tune.study import StudyOutcome
@@ -30,10 +30,11 @@ COST_KEYS = ("rounds", "client.local_epochs", "participation.straggler_prob",
 
 def dry_run(plan: StudyPlan, out: TextIO) -> StudyOutcome:
     """The trial table and what it will cost; runs nothing."""
-    have, autoscales = ((cluster.local_resources(), False) if plan.address is None
-                        else connected_resources(plan.address))
-    res = plan.resources(have, autoscales)
-    n = cluster.concurrency(have, res, plan.opts.max_concurrent)
+    have, autoscales, on = ((cluster.local_resources(), False, None) if plan.address is None
+                            else connected_resources(plan.address))
+    on = on or nodes.one_node(have)
+    res = plan.resources(have, autoscales, on)
+    n = nodes.concurrency(on, res.cpus, res.gpus, plan.opts.max_concurrent)
     trials, table = plan_table(plan.space, plan.cfg, plan.opts.num_samples, plan.datasets, n,
                                res.threads, res.gpus, plan.study.searcher is not None,
                                plan.trial_seeds)
@@ -46,11 +47,12 @@ def dry_run(plan: StudyPlan, out: TextIO) -> StudyOutcome:
     return StudyOutcome(trials)
 
 
-def connected_resources(address: str | None) -> tuple[dict, bool]:
-    """What the cluster at `address` has, and whether it can grow (joined just to ask)."""
+def connected_resources(address: str | None) -> tuple[dict, bool, list]:
+    """What the cluster at `address` has, whether it can grow, and its live nodes (joined
+    just to ask)."""
     started = cluster.connect(address)
     try:
-        return ray.cluster_resources(), cluster.can_autoscale()
+        return ray.cluster_resources(), cluster.can_autoscale(), nodes.alive_nodes()
     finally:
         if started:
             ray.shutdown()

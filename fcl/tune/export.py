@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
+from ray.tune import ExperimentAnalysis
 
 from fcl.config import RunConfig
 from fcl.provenance import fcl_git, versions
-from fcl.results_io import (EARLY_STOPPED, ERROR, OPTUNA_COLUMN, STUDY_COLUMNS, TERMINATED,
+from fcl.results_io import (EARLY_STOPPED, ERROR, NODE_COLUMNS, OPTUNA_COLUMN, STUDY_COLUMNS,
+                            TERMINATED,
                             VERSION_COLUMNS, config_hash, empty, empty_trials, metric_types,
                             round_types, task_types, trial_rounds_frame, trial_row,
                             trial_tasks_frame, typed_trials)
@@ -35,31 +38,73 @@ class TrialOutcome:
     order: str                   # Ray's trial directory name: breaks ties between equal configs
     reached: dict = field(default_factory=dict)   # EARLY_STOPPED: round_reached, acc_reached
     tune: dict = field(default_factory=dict)      # tune_trial_id, tune_trial_dir, optuna_trial
+    hint: str = ""               # ERROR: Ray's advice in the error, if it gave any
+    node: dict = field(default_factory=dict)      # hostname, node_ip: where it (last) ran
+
+
+ROOT = re.compile(r"^\s*([A-Za-z_.]*(?:Error|Exception)): (.+)$")
 
 
 def error_line(error: BaseException) -> str:
-    """The original exception of a failed trial as one line: `Type: message`."""
+    """The original exception of a failed trial as one line: `Type: message`. Where the
+    trial's worker died (Ray's ActorDiedError: e.g. it could not import the trainable), the
+    exception that killed it, which Ray's message holds further down."""
     cause = getattr(error, "cause", None) or error
     text = str(cause).strip().splitlines()
-    return f"{type(cause).__name__}: {text[0] if text else ''}".strip()
+    line = f"{type(cause).__name__}: {text[0] if text else ''}".strip()
+    if "ActorDied" not in type(cause).__name__:
+        return line
+    first = next((i for i, t in enumerate(text) if t.startswith("During handling")), len(text))
+    roots = [m.group(0).strip() for t in text[1:first] if (m := ROOT.match(t))]
+    return f"{roots[-1]} (the trial's worker died: {type(cause).__name__})" if roots else line
 
 
-def tune_ids(res) -> dict:
+HINT_STARTS = ("hint", "check that", "make sure", "try ", "consider ", "this may be because")
+
+
+def error_hint(error: BaseException) -> str:
+    """Ray's advice in a failed trial's error (e.g. its shared-storage one: "Check that all
+    nodes in the cluster have read/write access to the configured storage path."): the first
+    sentence that starts like advice, after the message's first line; "" if none."""
+    cause = getattr(error, "cause", None) or error
+    for line in str(cause).splitlines()[1:]:
+        for sentence in line.strip().split(". "):
+            if sentence.lower().startswith(HINT_STARTS):
+                return sentence.rstrip(".:") + "."
+    return ""
+
+
+def node_of(metrics: dict, error: BaseException | None = None) -> dict:
+    """Where a trial ran: Tune fills `hostname` and `node_ip` into every report; a trial whose
+    worker died before reporting has its node's IP in Ray's error (`ip: ...`)."""
+    ip = str(metrics.get("node_ip") or "")
+    if not ip and error is not None:
+        found = re.search(r"^\s*ip: (\S+)$", str(getattr(error, "cause", None) or error),
+                          re.MULTILINE)
+        ip = found.group(1) if found else ""
+    return {"hostname": str(metrics.get("hostname") or ""), "node_ip": ip}
+
+
+def tune_ids(res, config: dict | None = None) -> dict:
     """Tune's trial id, the trial's folder, and its Optuna trial number where a search drew it.
     The id is one of Tune's auto-filled metrics, in every `Result.metrics` (Ray fills it in for
     a trial that never reported too): tests/test_tune.py checks it on a trial that failed
     before its first report."""
     return {"tune_trial_id": (res.metrics or {}).get("trial_id", ""),
             "tune_trial_dir": str(res.path),
-            OPTUNA_COLUMN: (trial_config(res) or {}).get(OPTUNA_COLUMN)}
+            OPTUNA_COLUMN: (config or trial_config(res) or {}).get(OPTUNA_COLUMN)}
 
 
-def trial_config(res) -> dict | None:
+def trial_config(res, planned: dict | None = None) -> dict | None:
     """The trial's config: from its last report, else (a trial that failed before reporting,
-    read back by a resumed study) from the params.json Tune wrote in its folder; None for a
-    trial still pending when the study stopped."""
+    even before its worker could start: fcl missing there) what Tune's experiment state holds
+    for it (`planned`, by Tune trial id) or the params.json Tune wrote in its folder; None for
+    a trial still pending when the study stopped."""
     if res.config is not None or res.error is None:
         return res.config
+    tid = (res.metrics or {}).get("trial_id")
+    if planned and tid in planned:
+        return planned[tid]
     try:
         with res.filesystem.open_input_stream(f"{res.path}/params.json") as f:
             return json.loads(f.read().decode())
@@ -67,35 +112,52 @@ def trial_config(res) -> dict | None:
         return None
 
 
-def outcomes(result_grid, base: RunConfig) -> tuple[list[TrialOutcome], int]:
+def planned_configs(result_grid) -> dict:
+    """Every trial's config as Tune's experiment state holds it, by Tune trial id ({} where
+    that state cannot be read)."""
+    try:
+        return ExperimentAnalysis(result_grid.experiment_path,
+                                  storage_filesystem=result_grid.filesystem).get_all_configs()
+    except Exception:                # noqa: BLE001  (a trial's params.json is the fallback)
+        return {}
+
+
+def outcomes(result_grid, base: RunConfig, seeds: int = 1
+             ) -> tuple[list[TrialOutcome], int]:
     """Finished and failed trials of a Tune ResultGrid (a row per seed where a trial ran
-    several); also counts unfinished ones."""
+    several: `seeds`, where it never reported how many); also counts unfinished ones. A trial
+    that failed before its first report is a row too (ERROR, its config, its error)."""
     out, unfinished = [], 0
     driver = {**versions(), "fcl_git": fcl_git()}
+    planned = None
     for res in result_grid:
-        order, config = os.path.basename(str(res.path)), trial_config(res)
+        if res.error is not None and res.config is None and planned is None:
+            planned = planned_configs(result_grid)
+        order, config = os.path.basename(str(res.path)), trial_config(res, planned)
         if config is None:           # never reported: still pending when the study stopped
             unfinished += 1
             continue
-        ids, metrics = tune_ids(res), res.metrics or {}
-        cfgs = seed_configs(resolve(base, config), int(metrics.get("seeds") or 1))
+        ids, metrics = tune_ids(res, config), res.metrics or {}
+        cfgs = seed_configs(resolve(base, config), int(metrics.get("seeds") or seeds))
+        node = node_of(metrics, res.error)
         if res.error is not None:
             out += [TrialOutcome(c, ERROR, error_line(res.error), None, driver, order,
-                                 tune=ids) for c in cfgs]
+                                 tune=ids, hint=error_hint(res.error), node=node)
+                    for c in cfgs]
             continue
         loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
         if loaded is None and metrics.get("done"):
             # Tune marks a trial its scheduler stopped as done; a finished one has its result
             reached = {"round_reached": metrics["round"], "acc_reached": metrics["acc"]}
-            out += [TrialOutcome(c, EARLY_STOPPED, "", None, driver, order, reached, ids)
-                    for c in cfgs]
+            out += [TrialOutcome(c, EARLY_STOPPED, "", None, driver, order, reached, ids,
+                                 node=node) for c in cfgs]
             continue
         if loaded is None:
             unfinished += 1
             continue
         results, meta = loaded
         out += [TrialOutcome(r.config, TERMINATED, "", r, {**driver, **meta["versions"]},
-                             order, tune=ids) for r in results]
+                             order, tune=ids, node=node) for r in results]
     return out, unfinished
 
 
@@ -124,6 +186,7 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
         row.update(t.reached)
         row.update({k: "" for k in STUDY_COLUMNS if k.startswith("tune_")})
         row.update({OPTUNA_COLUMN: None, **t.tune})
+        row.update({**{k: "" for k in NODE_COLUMNS}, **t.node})
         rows.append(row)
         if t.result is not None:
             rounds.append(trial_rounds_frame(study, tid, t.result))
@@ -146,6 +209,19 @@ def _in_order(frames: list[pd.DataFrame], types: dict[str, str], order: dict[str
     return (df.assign(_order=df["trial_id"].map(order))
             .sort_values(["_order", *keys], kind="stable")
             .drop(columns="_order").reset_index(drop=True))
+
+
+def failed_lines(trials_df: pd.DataFrame, keys: list[str], hints: dict[str, str]) -> list[str]:
+    """One line per failed trial: its id, the values of the keys the study varies, the first
+    line of its error and Ray's hint (`error_hint`), and the node it failed on if known."""
+    out = []
+    for _, row in trials_df[trials_df["status"] == ERROR].iterrows():
+        config = ", ".join(f"{k}={row[k]}" for k in keys if k in row)
+        where = f" on {row['node_ip']}" if row.get("node_ip") else ""
+        hint = hints.get(row["trial_id"], "")
+        out.append(f"failed: trial {row['trial_id']} ({config}){where}: {row['error']}" +
+                   (f" [Ray: {hint}]" if hint else ""))
+    return out
 
 
 def summary_line(trials_df: pd.DataFrame) -> str:

@@ -40,11 +40,13 @@ class StudyPlan:
         a grid's seeds are trials of their own (one grid axis)."""
         return (self.opts.seeds or 1) if self.study.searcher is not None else 1
 
-    def resources(self, have: dict, autoscales: bool) -> cluster.TrialResources:
-        """Each trial's share of a cluster that has `have`."""
+    def resources(self, have: dict, autoscales: bool, nodes: list | None = None
+                  ) -> cluster.TrialResources:
+        """Each trial's share of a cluster that has `have` in all, on `nodes` (`fcl.tune.nodes`;
+        default: one node)."""
         o = self.opts
         return cluster.trial_resources(have, o.cpus_per_trial, o.gpus_per_trial,
-                                       o.max_concurrent, autoscales)
+                                       o.max_concurrent, autoscales, nodes)
 
     def manifest(self) -> Manifest:
         """The study's `study.json` (without its files): also the record of its Tune state

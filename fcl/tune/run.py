@@ -22,7 +22,7 @@ import ray
 from fcl.config import ConfigError, with_overrides
 from fcl.manifest import replace_study_files
 from fcl.results_io import ERROR
-from fcl.tune import cluster, disk_full, export, progress, state as states
+from fcl.tune import cluster, disk_full, export, nodes, progress, state as states
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, plan_study
 from fcl.tune.searchers import dashboard_command
@@ -58,10 +58,19 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
     export."""
     started = cluster.connect(plan.address)
     try:
-        res = plan.resources(ray.cluster_resources(), cluster.can_autoscale())
+        autoscales, on = cluster.can_autoscale(), nodes.alive_nodes()
+        res = plan.resources(ray.cluster_resources(), autoscales, on)
+        print(nodes.placement_line(on, res.cpus, res.gpus, plan.opts.max_concurrent), file=out,
+              flush=True)
         if not plan.cfg.run.threads:
             plan = replace(plan, cfg=with_overrides(plan.cfg, {"run.threads": res.threads}))
-        grid, interrupted, full = fit(plan, state, res, out, table)
+        watch = None if autoscales else nodes.InfeasibleWatch(res.cpus, res.gpus)
+        nodes.stopped().clear()
+        grid, interrupted, full = fit(plan, state, res, out, table, watch)
+        if nodes.stopped():
+            raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", nodes.stopped()[0],
+                              f"the same command with --resume once a node fits: "
+                              f"{resume_command(plan.opts)}")
         if full:
             raise disk_full_error(plan.opts, state, f"trial {full[0]}")
         try:
@@ -76,13 +85,13 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
 
 
 def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO,
-        table: bool = False):
+        table: bool = False, watch: nodes.InfeasibleWatch | None = None):
     """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted,
     the trials that hit a full disk)."""
     states.enter(state, plan.opts, plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
-    tuner = make_tuner(plan, state, res, out, table)
+    tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [])
     with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full:
         try:
             grid = tuner.fit()
@@ -95,8 +104,7 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
 
 def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> ConfigError:
     """The one line a study ends with when its disk filled up (`fcl.tune.disk_full`)."""
-    command = opts.command or "the same command"
-    resume = command if "--resume" in command.split() else f"{command} --resume"
+    resume = resume_command(opts)
     return ConfigError("--results" if opts.storage is None else "--storage",
                        opts.storage or opts.results, f"the disk filled up ({who}: No space left "
                        f"on device); the study stopped, its Tune state kept in {state.path}",
@@ -107,7 +115,7 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
                  ) -> StudyOutcome:
     """The study's Parquet from the trials' last checkpoints, then its manifest (both held
     back if interrupted: they wait for the study to complete, with --resume)."""
-    trials, unfinished = export.outcomes(grid, plan.cfg)
+    trials, unfinished = export.outcomes(grid, plan.cfg, plan.trial_seeds)
     frames = export.study_frames(plan.name, plan.opts.preset, trials, varying_keys(plan.space))
     df = frames["trials"]
     failed = int((df["status"] == ERROR).sum())
@@ -124,13 +132,34 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
         print(best, file=out)
     for p in paths:
         print(f"wrote {p}", file=out)
-    if unfinished:
-        print(f"{unfinished} trials did not finish; run again with --resume", file=out)
+    hints = dict(zip(export.trial_ids(trials), (t.hint for t in trials)))
+    for line in export.failed_lines(df, varying_keys(plan.space), hints):
+        print(line, file=sys.stderr)
+    for line in rerun_lines(plan.opts, failed, unfinished):
+        print(line, file=out)
     return StudyOutcome(counts[0], tuple(paths), *counts[1:], wall_s, grid, frames)
 
 
+def resume_command(opts: StudyOptions, *extra: str) -> str:
+    """The user's command with --resume (and `extra` flags) added where missing."""
+    words = (opts.command or "the same command").split()
+    return " ".join(words + [f for f in ("--resume", *extra) if f not in words])
+
+
+def rerun_lines(opts: StudyOptions, failed: int, unfinished: int) -> list[str]:
+    """What a rerun would do, truthfully: --resume continues the unfinished trials only; the
+    failed ones rerun with --retry-errored."""
+    out = []
+    if unfinished:
+        out.append(f"{unfinished} trials did not finish; continue them with: "
+                   f"{resume_command(opts)}")
+    if failed:
+        out.append(f"{failed} trials failed; --resume leaves them failed, rerun them with: "
+                   f"{resume_command(opts, '--retry-errored')}")
+    return out
+
+
 def interrupted_line(outcome: StudyOutcome, opts: StudyOptions) -> str:
-    command = opts.command or "the same command"
-    resume = command if "--resume" in command.split() else f"{command} --resume"
+    resume = resume_command(opts)
     return (f"interrupted: {outcome.finished} of {outcome.trials} trials finished "
             f"({outcome.unfinished} to go); continue with: {resume}")

@@ -117,7 +117,11 @@ class FclOptunaSearch(Searcher):
                  seed: int, study_name: str = "fcl", storage: str | None = None):
         super().__init__(metric=metric, mode=mode)
         self._space, self._study_name, self._url = space, study_name, storage
-        self._sampler = optuna.samplers.TPESampler(seed=seed)
+        with warnings.catch_warnings():     # constant_liar: experimental in Optuna
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            # running trials count as if they had the worst value, so draws made while
+            # others run (one per free slot of the cluster) do not all land on one spot
+            self._sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
         self._open()
 
     def _open(self) -> None:
@@ -243,5 +247,6 @@ def optuna_searcher(study: str, objective: str, results: str, seed: int,
     searcher = FclOptunaSearch(DefineByRun(space), metric=metric, mode=mode, seed=seed,
                                study_name=optuna_study_name(study, objective),
                                storage=storage_url(results))
-    # TPE learns from finished trials: running everything at once would make it random search.
-    return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 2)
+    # As many draws at once as the cluster runs (`max_concurrent`: its slots, or the user's
+    # cap): TPE's constant liar (`FclOptunaSearch`) keeps concurrent draws apart.
+    return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 1)

@@ -3,12 +3,14 @@ the searcher (Optuna's define-by-run space) or the grid, the scheduler, the trac
 live table; or, with `--resume`, the Tuner restored from the study's state."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import TextIO
 
-import ray
 from ray import tune
+from ray.tune import ExperimentAnalysis
 
-from fcl.tune import cluster, trackers
+from fcl.results_io import ERROR, TERMINATED
+from fcl.tune import cluster, nodes, trackers
 from fcl.tune.cost import CPU_SAMPLES_PER_S, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
@@ -20,23 +22,46 @@ from fcl.tune.trainable import train_trial
 
 
 def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO,
-               table: bool = False) -> tune.Tuner:
+               table: bool = False, callbacks: list | None = None) -> tune.Tuner:
+    """`callbacks`: more Tune callbacks for a new study (a resumed one runs those it had)."""
     name, opts = plan.name, plan.opts
     trainable = bound_trainable(plan, res)
     if opts.resume and state.can_restore:
-        print(f"resuming study {name} from {state.path}", file=out, flush=True)
+        print(f"resuming study {name} from {state.path}: "
+              f"{resume_plan(state.path, opts.retry_errored)}", file=out, flush=True)
         return tune.Tuner.restore(state.path, trainable, resume_unfinished=True,
                                   resume_errored=opts.retry_errored)
     search_alg, param_space = None, complete_variants(plan.space, plan.cfg)
     if plan.study.searcher == "optuna":
         search_alg = optuna_searcher(name, opts.objective, opts.results, plan.cfg.seed,
-                                     opts.max_concurrent, plan.space)
+                                     slots(res, opts.max_concurrent), plan.space)
         param_space = {}                     # the searcher's define-by-run space holds it all
     tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
                                   scheduler=plan.scheduler,
                                   max_concurrent_trials=opts.max_concurrent, reuse_actors=True)
     return tune.Tuner(trainable, param_space=param_space, tune_config=tune_config,
-                      run_config=run_config(plan, state, reporter(plan, res, table)))
+                      run_config=run_config(plan, state, reporter(plan, res, table),
+                                            callbacks or []))
+
+
+def slots(res: cluster.TrialResources, max_concurrent: int | None) -> int:
+    """How many trials the connected cluster's live nodes run at once (`--max-concurrent`
+    caps it): a search's default concurrency too."""
+    return nodes.concurrency(nodes.alive_nodes(), res.cpus, res.gpus, max_concurrent)
+
+
+def resume_plan(path: str, retry_errored: bool) -> str:
+    """What `--resume` will do with the trials in the study's Tune state, by status."""
+    try:
+        trials = ExperimentAnalysis(path).trials
+    except Exception:                # noqa: BLE001  (Tune's restore says what is wrong)
+        return "its trials as Tune kept them"
+    count = Counter(t.status for t in trials)
+    done, failed = count.get(TERMINATED, 0), count.get(ERROR, 0)
+    left = len(trials) - done - failed
+    again = (f"{failed} failed rerun (--retry-errored)" if retry_errored else
+             f"{failed} failed stay failed (add --retry-errored to rerun them)")
+    return f"{done} finished kept, {left} unfinished continue, {again}"
 
 
 def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
@@ -50,14 +75,14 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
         res.as_dict())
 
 
-def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = None
-               ) -> tune.RunConfig:
+def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = None,
+               extra: list | None = None) -> tune.RunConfig:
     opts = plan.opts
     return tune.RunConfig(
         name=plan.name, storage_path=state.storage, verbose=1,
         progress_reporter=progress or progress_reporter(plan.space, plan.study.searcher),
         callbacks=[*trackers.callbacks(opts.callbacks, plan.name, opts.results, plan.manifest()),
-                   StopOnDiskFull()],
+                   StopOnDiskFull(), *(extra or [])],
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # two: a driver killed between a trial's new checkpoint and its experiment snapshot
         # resumes from the previous one, which must still exist (with one, Tune had already
@@ -77,7 +102,7 @@ def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool) -> Repor
         samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
         prior = samples * plan.trial_seeds / (rate * (16 / plan.cfg.model.width) ** 2
                                               * res.threads)
-    concurrent = cluster.concurrency(ray.cluster_resources(), res, plan.opts.max_concurrent)
+    concurrent = slots(res, plan.opts.max_concurrent)
     return LineReporter(total, concurrent, prior, max_report_frequency=30)
 
 
