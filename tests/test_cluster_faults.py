@@ -28,7 +28,7 @@ DRIVER = textwrap.dedent('''
     from fcl.tune import Study, grid
     from fcl.tune.cli import main
     SPACES = {"devices": {"run.device": grid("cpu", "cuda")},
-              "lrs": {"client.lr": grid(0.02, 0.1)}}
+              "lrs": {"client.lr": grid(0.02, 0.1)}, "unimportable": {"client.lr": grid(0.1)}}
     if __name__ == "__main__":
         name = sys.argv.pop(1)
         if name == "unimportable":       # the trainable lives in a module only the driver has
@@ -115,17 +115,35 @@ def test_trials_failing_before_their_first_report_are_rows_and_resume_says_so(cl
     rc, out, err, _ = study(cluster, "unimportable", tmp_path)
     assert rc == 1, err
     trials = pd.read_parquet(tmp_path / "unimportable" / "trials.parquet")
-    assert len(trials) == 2 and set(trials["status"]) == {"ERROR"}
-    assert sorted(trials["client.lr"]) == [0.02, 0.1]
+    assert len(trials) == 1 and set(trials["status"]) == {"ERROR"}
+    assert list(trials["client.lr"]) == [0.1] and list(trials["rounds"]) == [4]
     assert (trials["error"] == "ModuleNotFoundError: No module named 'driveronly' (the "
             "trial's worker died: ActorDiedError)").all(), trials["error"].tolist()
     assert (trials["node_ip"] != "").all()         # from Ray's error: it never reported
-    assert "0 trials finished, 2 failed" in out and "did not finish" not in out
+    assert "0 trials finished, 1 failed" in out and "did not finish" not in out
     failed = [line for line in err.splitlines() if line.startswith("failed: trial ")]
-    assert len(failed) == 2 and all("[Ray: This may be because needed library dependencies "
+    assert len(failed) == 1 and all("[Ray: This may be because needed library dependencies "
                                     "are not installed in the worker environment.]" in line
                                     for line in failed), failed
     rc, out, err, _ = study(cluster, "unimportable", tmp_path, "--resume")
     assert rc == 1, err
-    assert "0 finished kept, 0 unfinished continue, 2 failed stay failed (add " \
+    assert "0 finished kept, 0 unfinished continue, 1 failed stay failed (add " \
            "--retry-errored to rerun them)" in out, err[-2000:]
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
+                    reason="needs root and util-linux's unshare")
+def test_a_driver_on_a_machine_that_is_not_a_node_is_one_line(cluster, tmp_path):
+    """A driver that sees no raylet of the cluster on its machine (here: its own PID
+    namespace, so no Ray process is visible) is refused in one line, not a C++ crash."""
+    address, tmp = cluster
+    env = {**os.environ, "PYTHONPATH": REPO, "RAY_ADDRESS": ""}
+    p = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable,
+                        str(tmp / "driver.py"), "lrs", "--preset", "smoke", "--results",
+                        str(tmp_path), "--address", address, "--set", *TINY],
+                       env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr[-2000:]
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: --address={address}: this machine is not a node of that cluster"), p.stderr
+    assert "ray job submit" in lines[0] and "ray://" in lines[0]

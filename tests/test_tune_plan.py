@@ -247,3 +247,17 @@ def test_a_failed_trial_is_one_line_with_its_config_its_error_and_rays_hint():
     assert failed_lines(df, ["seed"], {tid: hint}) == [
         f"failed: trial {tid} (seed=0) on 10.0.0.2: RuntimeError: Unable to set up cluster "
         f"storage [Ray: {hint}]"]
+
+
+def test_a_relative_results_folder_inside_a_ray_job_is_refused(monkeypatch, tmp_path, capsys):
+    """`ray job submit --working-dir . -- python studies/x.py`: relative paths would land in
+    Ray's temporary copy of the working dir."""
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
+    study = Study("in_job", {"client.lr": grid(0.1)})
+    assert run_study_cli(study, ["--preset", "smoke", "--results", "results"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --results=results: a relative path inside a Ray job ")
+    assert len(err.strip().splitlines()) == 1
+    assert run_study_cli(study, ["--preset", "smoke", "--results", str(tmp_path),
+                                 "--storage", "tune"]) == 2
+    assert capsys.readouterr().err.startswith("error: --storage=tune: a relative path")

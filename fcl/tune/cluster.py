@@ -39,10 +39,43 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     elif address != "auto" and not address.startswith("ray://"):
         prepare_join(address)
     local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
+    if address is not None and not in_ray_job():
+        local["runtime_env"] = ship_fcl()
     # "local": a new instance, even where `ray start` left one running (address=None would join it)
     ray.init(address=address or "local", configure_logging=True, logging_level=logging.WARNING,
              log_to_driver=True, **local)
     return True
+
+
+def ship_fcl() -> dict:
+    """Ray's runtime_env that ships this driver's fcl package to every worker of the study (it
+    is put first on their path), so a node with the dependencies (torch, Ray, ...) needs
+    nothing else and every trial runs the driver's code; without it a worker imported
+    whatever fcl it had, or, from another folder than the repo's, none. Only the package:
+    results and data stay behind (the driver loads the data; Ray's object store carries it)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # fcl/
+    return {"py_modules": [package],
+            "excludes": ["__pycache__", "*.pyc", "*.fclcache.pt"]}
+
+
+def in_ray_job() -> bool:
+    """Whether this driver runs as a Ray job (`ray job submit`): its runtime_env (the
+    uploaded working dir) is the job's, and its folder is Ray's temporary copy of it."""
+    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
+
+
+def check_job_paths(results: str, storage: str | None) -> None:
+    """Inside a Ray job a relative `--results` / `--storage` would land in Ray's temporary
+    copy of the working dir (lost with it, and reused by the next submit: "already has
+    state"): refused in one line."""
+    if not in_ray_job():
+        return
+    for flag, path in (("--results", results), ("--storage", storage)):
+        if path and "://" not in path and not os.path.isabs(path):
+            raise ConfigError(flag, path, "a relative path inside a Ray job resolves into "
+                              f"Ray's temporary copy of the working dir ({os.getcwd()}), "
+                              "lost when the job ends", "an absolute path every node shares "
+                              "(e.g. /mnt/shared/fcl), or s3://... / gs://... for --storage")
 
 
 def prepare_join(address: str) -> None:

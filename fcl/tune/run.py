@@ -27,6 +27,7 @@ from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, plan_study
 from fcl.tune.searchers import dashboard_command
 from fcl.tune.space import varying_keys
+from fcl.tune.storage_probe import check_storage
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
 from fcl.tune.tuner import make_tuner
 
@@ -40,6 +41,7 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
     out = out or sys.stdout
     if opts.dry_run:
         return dry_run(plan_study(study, opts), out)
+    cluster.check_job_paths(opts.results, opts.storage)
     states.check_outputs(study.name, opts)
     with states.hold(opts.results, study.name, opts.command) as stale:
         if stale:
@@ -60,6 +62,8 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
     try:
         autoscales, on = cluster.can_autoscale(), nodes.alive_nodes()
         res = plan.resources(ray.cluster_resources(), autoscales, on)
+        if len(on) > 1:
+            check_storage(state.storage, on)
         print(nodes.placement_line(on, res.cpus, res.gpus, plan.opts.max_concurrent), file=out,
               flush=True)
         if not plan.cfg.run.threads:
