@@ -15,6 +15,7 @@ number. Compare ratios, not absolute numbers across tables.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from fcl.compute_mode import ComputeMode
+from fcl.compute_mode import ComputeMode, eval_batch_size, eval_channels_last
 from fcl.config import RunConfig
 from fcl.engine import evaluate, prepare_data, resolve_device, run
 from fcl.models.factory import build_model
@@ -113,10 +114,76 @@ def bare_loop(cfg: RunConfig, data, samples: int, evaluations: int = 0) -> float
             loss.backward()
             opt.step()
             done += len(idx)
+    batch = eval_batch_size(cfg.eval.batch_size, compute.device)
+    nhwc = eval_channels_last(compute.channels_last, compute.device)
     for _ in range(evaluations):
-        evaluate(model, data, cfg.eval.batch_size, forward)
+        evaluate(model, data, batch, forward, nhwc)
     _sync(compute.device)
     return done / (time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """Images/s of the engine's `evaluate` (its batch size and layout for the device) and of
+    `bare_eval` (a plain script's loop in the run's layout) over the same test tensors."""
+    workload: str
+    mode: str
+    batch: int
+    channels_last: bool      # evaluate's batches in NHWC
+    images: int
+    evaluate_ips: float
+    bare_ips: float
+    load: float
+
+    @property
+    def ratio(self) -> float:
+        return self.evaluate_ips / self.bare_ips
+
+
+def eval_setup(cfg: RunConfig):
+    """(plan, forward context) of a run of `cfg` at round 0, on its device and in its compute
+    mode: what `evaluate` sees in that run."""
+    from fcl.engine import start
+    plan, _ = start(cfg)
+    return plan, plan.trainer.forward
+
+
+def bench_eval(name: str, cfgs: dict[str, RunConfig], repeats: int = 3) -> list[EvalRow]:
+    """Per mode: best of `repeats` interleaved timings of one evaluation of all tasks, through
+    `evaluate` as the engine calls it and through `bare_eval` at the same batch size."""
+    setups = {m: eval_setup(c) for m, c in cfgs.items()}
+    best = {m: [0.0, 0.0] for m in cfgs}
+    for _ in range(repeats):
+        for m, (plan, forward) in setups.items():
+            for i, fn in enumerate((
+                    lambda: evaluate(plan.model, plan.data, plan.eval_batch, forward,
+                                     plan.eval_channels_last),
+                    lambda: bare_eval(plan.model, plan.data, plan.eval_batch, forward))):
+                device = plan.data.mean.device
+                _sync(device)
+                t0 = time.perf_counter()
+                fn()
+                _sync(device)
+                images = sum(len(td.test_y) for td in plan.data.tasks)
+                best[m][i] = max(best[m][i], images / (time.perf_counter() - t0))
+    return [EvalRow(name, m, plan.eval_batch, plan.eval_channels_last,
+                    sum(len(td.test_y) for td in plan.data.tasks), *best[m], _load())
+            for m, (plan, _) in setups.items()]
+
+
+@torch.no_grad()
+def bare_eval(model, data, batch_size: int, forward=contextlib.nullcontext) -> list[int]:
+    """The plain evaluation loop of a training script (or Flower's `test()`): `model.eval()`,
+    no_grad, per batch normalise, forward, argmax and `.item()`; correct counts per task."""
+    model.eval()
+    correct = []
+    for t, td in enumerate(data.tasks):
+        hits = 0
+        for x, y in zip(td.test_x.split(batch_size), td.test_y.split(batch_size)):
+            with forward():
+                hits += (model(data.normalise(x), t).argmax(1) == y).sum().item()
+        correct.append(hits)
+    return correct
 
 
 def workload_config(spec: tuple[str, dict], rounds: int = 0, overrides: dict | None = None
@@ -132,7 +199,7 @@ def workload_config(spec: tuple[str, dict], rounds: int = 0, overrides: dict | N
 
 
 def bench_workload(name: str, cfg: RunConfig, modes: list[str], repeats: int = 1,
-                   warmup: bool = True) -> list[Row]:
+                   warmup: bool = True) -> list[Row | EvalRow]:
     """Every mode of one workload, interleaved, best of `repeats`."""
     from fcl.config import with_overrides
     data = prepare_data(cfg)
@@ -153,10 +220,13 @@ def bench_workload(name: str, cfg: RunConfig, modes: list[str], repeats: int = 1
             if bare > b[1]:
                 b[1], b[4] = bare, _load()
     return [Row(name, m, cfg.rounds, best[m][2], best[m][0], best[m][1], best[m][3], best[m][4])
-            for m in modes]
+            for m in modes] + bench_eval(name, cfgs, max(repeats, 3))
 
 
-def format_table(rows: list[Row], header: str = "") -> str:
+def format_table(rows: list, header: str = "") -> str:
+    """The run table (`Row`s), its target lines, then the evaluation table (`EvalRow`s)."""
+    evals = [r for r in rows if isinstance(r, EvalRow)]
+    rows = [r for r in rows if isinstance(r, Row)]
     fp32 = {r.workload: r.run_sps for r in rows if r.mode == "fp32"}
     lines = [header] if header else []
     lines += ["| workload | mode | rounds | samples | run samples/s | bare samples/s | run / bare "
@@ -168,12 +238,25 @@ def format_table(rows: list[Row], header: str = "") -> str:
                      f"| {r.bare_sps:.1f} | {r.ratio:.2f} | {vs:.2f} "
                      f"| {r.load_run:.1f}, {r.load_bare:.1f} |")
     lines += target_lines(rows)
+    if evals:
+        lines += ["", format_eval_table(evals)]
+    return "\n".join(lines)
+
+
+def format_eval_table(rows: list[EvalRow]) -> str:
+    lines = ["| workload | mode | eval batch | NHWC batches | test images | evaluate images/s "
+             "| bare model.eval() images/s | evaluate / bare | load |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.workload} | {r.mode} | {r.batch} | {'yes' if r.channels_last else 'no'}"
+                     f" | {r.images} | {r.evaluate_ips:.0f} | {r.bare_ips:.0f} | {r.ratio:.2f} "
+                     f"| {r.load:.1f} |")
     return "\n".join(lines)
 
 
 def target_lines(rows: list[Row]) -> list[str]:
     """Issue 7's targets, for the rows present."""
-    get = {(r.workload, r.mode): r for r in rows}
+    get = {(r.workload, r.mode): r for r in rows if isinstance(r, Row)}
     out = []
 
     def check(label: str, value: float, goal: float):
@@ -202,7 +285,7 @@ def target_lines(rows: list[Row]) -> list[str]:
 
 def bench_table(workloads: dict[str, tuple[str, dict]], modes: list[str], rounds: int = 0,
                 overrides: dict | None = None, repeats: int = 1, out=None,
-                warmup: bool = True) -> list[Row]:
+                warmup: bool = True) -> list[Row | EvalRow]:
     """`workloads`: name -> (preset, overrides), e.g. `WORKLOADS`."""
     rows = []
     for name, spec in workloads.items():

@@ -49,6 +49,27 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return "bf16" if native else "fp32"
 
 
+# eval.batch_size=auto, per device type: on a CPU the activations of a batch should stay in
+# cache (1024 x 16 x 32 x 32 floats of one resnet_tiny layer are 64 MiB); a GPU wants large
+# batches. Measured: benchmarks/eval_speed.py (README, Benchmark).
+AUTO_EVAL_BATCH = {"cpu": 256, "cuda": 1024}
+
+
+def eval_batch_size(batch_size: int, device: torch.device) -> int:
+    """`eval.batch_size` as evaluated on `device`: 0 (auto) is the device's measured best."""
+    return batch_size or AUTO_EVAL_BATCH.get(device.type, 1024)
+
+
+def eval_channels_last(channels_last: bool, device: torch.device) -> bool:
+    """Whether evaluation feeds its batches in channels_last (NHWC) order: where the run does,
+    and on an AVX-512 CPU whatever the run does. There oneDNN's NHWC convolutions ran the same
+    evaluation ~2x faster (an input in NHWC makes the convolution run NHWC with the weights as
+    they are; benchmarks/eval_speed.py), with the same accuracy counts; on AVX2 CPUs NHWC
+    was slower (for training, README) and is left to run.channels_last."""
+    return channels_last or (device.type == "cpu"
+                             and torch.backends.cpu.get_cpu_capability().startswith("AVX512"))
+
+
 @dataclass(frozen=True)
 class ComputeMode:
     device: torch.device

@@ -34,9 +34,11 @@ class ConfigError(ValueError):
 
 
 def opt(default: Any, help: str, choices: tuple | None = None,
-        check: Callable[[Any], bool] | None = None, allowed: str | None = None) -> Any:
-    """A config field with its documentation and its range check."""
-    meta = {"help": help, "choices": choices, "check": check,
+        check: Callable[[Any], bool] | None = None, allowed: str | None = None,
+        aliases: dict[str, Any] | None = None) -> Any:
+    """A config field with its documentation and its range check; `aliases` are words a user
+    may type for a value (eval.batch_size=auto is 0), turned into it where the value is parsed."""
+    meta = {"help": help, "choices": choices, "check": check, "aliases": aliases or {},
             "allowed": allowed or (", ".join(map(str, choices)) if choices else None)}
     return field(default=default, metadata=meta)
 
@@ -221,7 +223,11 @@ class CompressionConfig:
 class EvalConfig:
     every: int = opt(1, "evaluate all tasks every k rounds (phase boundaries and the last round "
                         "always)", **POSITIVE)
-    batch_size: int = opt(1024, "evaluation batch size", **POSITIVE)
+    batch_size: int = opt(1024, "evaluation batch size; auto (stored as 0) = the measured best "
+                                "of the device the run computes on (`fcl.compute_mode."
+                                "eval_batch_size`: 256 on a CPU, 1024 on a GPU; README, "
+                                "Benchmark)", check=lambda v: v >= 0,
+                          allowed="auto or a positive integer", aliases={"auto": 0})
 
 
 @dataclass(frozen=True)
@@ -319,6 +325,21 @@ def parse_value(key: str, text: Any, typ: type) -> Any:
                           "true or false" if typ is bool else f"a {typ.__name__}") from None
 
 
+def parse_field(key: str, raw: Any, typ: type, meta: dict) -> Any:
+    """`parse_value`, with the field's aliases (words for values) and its allowed values in
+    the error of a value that is neither."""
+    aliases = meta.get("aliases") or {}
+    word = raw.strip().lower() if isinstance(raw, str) else None
+    if word in aliases:
+        return aliases[word]
+    try:
+        return parse_value(key, raw, typ)
+    except ConfigError as e:
+        if not aliases:
+            raise
+        raise ConfigError(key, raw, e.why, meta["allowed"]) from None
+
+
 def field_types(cfg: RunConfig | None = None) -> dict[str, type]:
     return {key: typ for key, _, _, typ in iter_fields(cfg or RunConfig())}
 
@@ -328,12 +349,13 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
 
     Unknown keys and bad values raise ConfigError; the whole config is re-validated once."""
     types_ = field_types(cfg)
+    metas = {key: meta for key, _, meta, _ in iter_fields(cfg)}
     top: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {}
     for key, raw in overrides.items():
         if key not in types_:
             raise ConfigError(key, raw, "unknown key", "see `fcl run --help` for every key")
-        value = parse_value(key, raw, types_[key])
+        value = parse_field(key, raw, types_[key], metas[key])
         if "." in key:
             section, name = key.split(".", 1)
             sections.setdefault(section, {})[name] = value
@@ -351,11 +373,14 @@ def from_flat(flat: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     return with_overrides(base, {k: v for k, v in flat.items() if k in known})
 
 
-def describe_keys() -> str:
-    """Every key with its default, allowed values and help: the epilog of `fcl run --help`."""
+def describe_keys(cfg: RunConfig | None = None) -> str:
+    """Every key with its default (`cfg`'s value), allowed values and help: the epilog of
+    `fcl run --help`."""
     lines = []
-    for key, value, meta, typ in iter_fields(RunConfig()):
+    for key, value, meta, typ in iter_fields(cfg or RunConfig()):
         allowed = meta.get("allowed") or ("true/false" if typ is bool else typ.__name__)
+        value = next((w for w, v in (meta.get("aliases") or {}).items()
+                      if type(v) is type(value) and v == value), value)
         lines.append(f"  {key:<30} default {value!r:<24} allowed: {allowed}\n"
                      f"  {'':<30} {meta.get('help', '')}")
     return "\n".join(lines)

@@ -50,7 +50,7 @@ import torch
 from torch import nn
 
 from fcl.communication import full_model_nbytes
-from fcl.compute_mode import ComputeMode
+from fcl.compute_mode import ComputeMode, eval_batch_size, eval_channels_last
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
@@ -136,12 +136,15 @@ class Plan:
     full_nbytes: list[int]           # per task: one full-model float32 FedAvg message
     device: str = "cpu"              # where it computes, and in which precision (the summary's)
     precision: str = "fp32"
+    eval_batch: int = 1024           # eval.batch_size resolved for the device (auto: 0)
+    eval_channels_last: bool = False  # evaluation batches in NHWC (compute_mode)
 
     @classmethod
     def build(cls, cfg: RunConfig, model: nn.Module, data: FederatedData,
               compute: ComputeMode | None = None) -> "Plan":
         T, N, R = data.num_tasks, data.num_clients, cfg.rounds
         forward = compute.forward_context if compute is not None else contextlib.nullcontext
+        device = compute.device if compute is not None else torch.device("cpu")
         return cls(
             cfg=cfg, trainer=Trainer(model, data, cfg.client, forward),
             names=[TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
@@ -151,8 +154,10 @@ class Plan:
             aggregate=AGGREGATES[cfg.server.aggregate],
             due=frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
             full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
-            device=str(compute.device) if compute is not None else "cpu",
-            precision=compute.precision if compute is not None else "fp32")
+            device=str(device), precision=compute.precision if compute is not None else "fp32",
+            eval_batch=eval_batch_size(cfg.eval.batch_size, device),
+            eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
+                                                  device))
 
     @property
     def model(self) -> nn.Module:
@@ -191,14 +196,18 @@ def initial_state(plan: Plan) -> RunState:
 
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
-             forward_context: Callable = contextlib.nullcontext) -> torch.Tensor:
-    """Test accuracy (percent) of every task, one host sync for all of them."""
+             forward_context: Callable = contextlib.nullcontext,
+             channels_last: bool = False) -> torch.Tensor:
+    """Test accuracy (percent) of every task, one host sync for all of them. `channels_last`:
+    batches in NHWC order (faster convolutions on some devices; `compute_mode`)."""
     model.eval()
+    fmt = torch.channels_last if channels_last else torch.preserve_format
     correct = []
     for t, td in enumerate(data.tasks):
         hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
         for start in range(0, len(td.test_y), batch_size):
             x = data.normalise(td.test_x[start:start + batch_size])
+            x = x.contiguous(memory_format=fmt) if x.dim() == 4 else x
             with forward_context():
                 logits = model(x, t)
             hits += (logits.argmax(1) == td.test_y[start:start + batch_size]).sum()
@@ -424,8 +433,8 @@ def evaluate_if_due(plan: Plan, state: RunState, r: int) -> RunState:
     if r not in plan.due:
         return state
     accuracy = state.accuracy.clone()
-    accuracy[:, r] = evaluate(plan.model, plan.data, plan.cfg.eval.batch_size,
-                              plan.trainer.forward)
+    accuracy[:, r] = evaluate(plan.model, plan.data, plan.eval_batch, plan.trainer.forward,
+                              plan.eval_channels_last)
     return replace(state, accuracy=accuracy)
 
 

@@ -2,7 +2,7 @@
 import pytest
 from synthetic import one_thread  # noqa: F401  (a fixture)
 
-from fcl.bench import Row, bench_table, format_table, target_lines
+from fcl.bench import EvalRow, Row, bench_eval, bench_table, format_table, target_lines
 from fcl.cli import main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -12,15 +12,22 @@ def test_bench_table_measures_every_mode_of_every_workload():
     tiny = {"tiny": ("smoke", {"data.num_tasks": 1, "schedule.order": "sync",
                                "data.train_per_class": 4, "data.test_per_class": 2,
                                "model.width": 8})}
-    rows = bench_table(tiny, ["fp32", "fp32+batch"], rounds=2, warmup=False)
+    both = bench_table(tiny, ["fp32", "fp32+batch"], rounds=2, warmup=False)
+    rows = [r for r in both if isinstance(r, Row)]
+    evals = [r for r in both if isinstance(r, EvalRow)]
     assert [(r.workload, r.mode, r.rounds) for r in rows] == [("tiny", "fp32", 2),
                                                               ("tiny", "fp32+batch", 2)]
+    # one evaluation row per mode: all 10 classes x 2 test images, at the config's batch
+    assert [(r.workload, r.mode, r.images, r.batch) for r in evals] == [
+        ("tiny", "fp32", 20, 1024), ("tiny", "fp32+batch", 20, 1024)]
+    assert all(r.evaluate_ips > 0 and r.bare_ips > 0 for r in evals)
     # T = 1: all 10 classes, 4 images each, over 3 clients; x 2 epochs x 2 rounds
     assert all(r.samples == 10 * 4 * 2 * 2 for r in rows)
     assert all(r.run_sps > 0 and r.bare_sps > 0 and r.ratio == r.run_sps / r.bare_sps
                for r in rows)
-    table = format_table(rows)
-    assert table.count("\n| tiny |") == 2 and "run / bare" in table
+    table = format_table(both)
+    assert table.count("\n| tiny |") == 4 and "run / bare" in table
+    assert "| tiny | fp32 | 1024 |" in table and "evaluate / bare" in table
 
 
 def test_targets_are_checked_on_the_rows_present():
@@ -76,3 +83,15 @@ def test_profile_covers_the_run_batched_clients_included():
                                      "model.width": 8}), rounds=1)
     table = profile_run(with_overrides(cfg, MODES["fp32+batch"]), prepare_data(cfg))
     assert "aten::convolution_backward" in table and "Self CPU time total" in table
+
+
+def test_bare_eval_counts_what_evaluate_counts():
+    from fcl.bench import bare_eval, eval_setup, workload_config
+    cfg = workload_config(("smoke", {"data.train_per_class": 4, "data.test_per_class": 3,
+                                     "model.width": 8, "eval.batch_size": "auto"}), rounds=5)
+    (row,) = bench_eval("tiny", {"fp32": cfg}, repeats=1)
+    assert row.batch == 256 and row.images == 5 * 2 * 3
+    from fcl.engine import evaluate
+    plan, forward = eval_setup(cfg)
+    percent = evaluate(plan.model, plan.data, 4, forward, True)
+    assert [round(p * 6 / 100) for p in percent.tolist()] == bare_eval(plan.model, plan.data, 4)

@@ -94,3 +94,20 @@ def test_the_run_summary_says_which_precision_ran():
     res, _ = run_with(synthetic_data([20, 20, 20]), precision="auto")
     native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
     assert res.summary["precision"] == ("bf16" if native else "fp32")
+
+
+@pytest.mark.parametrize("device, batch", [("cpu", 256), ("cuda", 1024)])
+def test_auto_eval_batch_is_the_devices_and_a_number_stays(device, batch):
+    from fcl.compute_mode import eval_batch_size
+    assert eval_batch_size(0, torch.device(device)) == batch
+    assert eval_batch_size(64, torch.device(device)) == 64
+
+
+@pytest.mark.parametrize("capability, run_cl, device, nhwc", [
+    ("AVX512", False, "cpu", True), ("AVX2", False, "cpu", False), ("AVX2", True, "cpu", True),
+    ("AVX512", False, "cuda", False), ("AVX512", True, "cuda", True)])
+def test_evaluation_batches_are_nhwc_on_avx512_cpus_or_where_the_run_is(monkeypatch, capability,
+                                                                        run_cl, device, nhwc):
+    from fcl.compute_mode import eval_channels_last
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert eval_channels_last(run_cl, torch.device(device)) is nhwc

@@ -21,11 +21,29 @@ def test_overrides_parse_by_field_type():
     ("nope.key", "1", "unknown key"),
     ("client.local_epochs", "two", "not a int"),
     ("server.lr", "nan", "not a finite number"),
+    ("eval.batch_size", "big", "eval.batch_size=big: not a int; allowed: auto or a positive "
+                               "integer"),
+    ("eval.batch_size", "-1", "eval.batch_size=-1: out of range; allowed: auto or a positive "
+                              "integer"),
 ])
 def test_bad_values_raise_one_line(key, value, fragment):
     with pytest.raises(ConfigError) as e:
         with_overrides(RunConfig(), {key: value})
     assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text", ["auto", "AUTO", " auto", 0])
+def test_eval_batch_size_auto_is_stored_as_0_and_round_trips(text):
+    cfg = with_overrides(RunConfig(), {"eval.batch_size": text})
+    assert cfg.eval.batch_size == 0 and from_flat(cfg.to_flat()) == cfg
+    assert with_overrides(RunConfig(), {"eval.batch_size": "256"}).eval.batch_size == 256
+
+
+def test_help_shows_the_word_of_an_aliased_value():
+    from fcl.config import describe_keys
+    auto = with_overrides(RunConfig(), {"eval.batch_size": "auto"})
+    line = next(x for x in describe_keys(auto).splitlines() if "eval.batch_size" in x)
+    assert "default 'auto'" in line and "auto or a positive integer" in line
 
 
 def test_flat_round_trip():

@@ -88,3 +88,31 @@ def test_bytes_are_float32_payload_of_task_modules():
     # smoke: group norm (no buffers), 3 clients, all report: each message = 4 bytes/param
     assert first["bytes_down"] == 3 * 4 * per_task
     assert first["bytes_up"] == 3 * 4 * per_task
+
+
+def test_evaluation_counts_are_the_same_at_every_batch_size_and_layout():
+    """The evaluation knobs (eval.batch_size, NHWC batches) change how fast, not the counts:
+    a model trained 5 rounds evaluates identically at batch 7 / 64 / 1024, NCHW or NHWC."""
+    import contextlib
+
+    from fcl.engine import evaluate, prepare_data
+    cfg = preset("smoke", {**FAST, "run.precision": "fp32", "run.device": "cpu"})
+    data = prepare_data(cfg)
+    model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+    res = run(cfg, data=data, model=model)
+    ref = evaluate(model, data, 1024)
+    assert torch.equal(ref, res.accuracy[:, -1])
+    assert ref.min() > 50.0                  # trained: not a model at chance
+    for batch in (7, 64, 1024):
+        for nhwc in (False, True):
+            got = evaluate(model, data, batch, contextlib.nullcontext, nhwc)
+            assert torch.equal(got, ref), (batch, nhwc)
+
+
+def test_auto_eval_batch_is_resolved_for_the_device_and_keeps_the_numbers():
+    from fcl.compute_mode import AUTO_EVAL_BATCH
+    from fcl.engine import start
+    auto = preset("smoke", {**FAST, "eval.batch_size": "auto", "run.device": "cpu"})
+    plan, _ = start(auto)
+    assert auto.eval.batch_size == 0 and plan.eval_batch == AUTO_EVAL_BATCH["cpu"]
+    assert numbers(run(auto)) == numbers(run(preset("smoke", {**FAST, "run.device": "cpu"})))
