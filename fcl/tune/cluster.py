@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 
 import ray
+import ray.util.client
 import torch
 
 from fcl.config import ConfigError
@@ -56,6 +57,11 @@ def ship_fcl() -> dict:
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # fcl/
     return {"py_modules": [package],
             "excludes": ["__pycache__", "*.pyc", "*.fclcache.pt"]}
+
+
+def is_client() -> bool:
+    """Whether this driver is on Ray Client (`--address ray://HEAD:10001`)."""
+    return ray.util.client.ray.is_connected()
 
 
 def in_ray_job() -> bool:

@@ -15,7 +15,10 @@ import re
 from dataclasses import dataclass, field
 
 import pandas as pd
+import ray
+import ray.util.client
 from ray.tune import ExperimentAnalysis
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from fcl.config import RunConfig
 from fcl.provenance import fcl_git, versions
@@ -159,6 +162,20 @@ def outcomes(result_grid, base: RunConfig, seeds: int = 1
         out += [TrialOutcome(r.config, TERMINATED, "", r, {**driver, **meta["versions"]},
                              order, tune=ids, node=node) for r in results]
     return out, unfinished
+
+
+def read_outcomes(result_grid, base: RunConfig, seeds: int = 1
+                  ) -> tuple[list[TrialOutcome], int]:
+    """`outcomes`, read where the trials' checkpoints are: here, or, for a driver on Ray
+    Client (`ray://`, whose machine need not see `--storage`), by a task on the cluster's
+    head node, the outcomes travelling back through Ray."""
+    if not ray.util.client.ray.is_connected():
+        return outcomes(result_grid, base, seeds)
+    head = next(n["NodeID"] for n in ray.nodes()
+                if n.get("Alive") and "node:__internal_head__" in n["Resources"])
+    task = ray.remote(num_cpus=0, max_retries=0)(outcomes).options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False))
+    return ray.get(task.remote(result_grid, base, seeds))
 
 
 def trial_ids(trials: list[TrialOutcome]) -> list[str]:

@@ -11,7 +11,9 @@ sets it and has Ray read its config again (what Ray itself does for a local clus
 `authentication_token_setup._enable_token_auth`)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 
 from ray._private import services
 from ray._raylet import Config, GcsClient
@@ -25,13 +27,28 @@ def needs_token(address: str) -> bool:
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
         return False                     # already on: nothing to switch
     try:
-        GcsClient(address=address).internal_kv_get(b"session_name", b"session",
-                                                    timeout=TIMEOUT_S)
+        with quiet_fd2():                # Ray's C++ client logs the refusal we expect
+            GcsClient(address=address).internal_kv_get(b"session_name", b"session",
+                                                        timeout=TIMEOUT_S)
     except AuthenticationError:
         return True
     except Exception:                    # noqa: BLE001  (unreachable: ray.init says so)
         return False
     return False
+
+
+@contextlib.contextmanager
+def quiet_fd2():
+    """File descriptor 2 (where C++ logs go) on /dev/null for the block."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def use_token() -> None:

@@ -50,8 +50,25 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
         plan = plan_study(study, opts)
         if plan.address is None and not ray.is_initialized():   # before a local Ray starts
             plan.resources(cluster.local_resources(), False)
-        state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
-        return run_claimed(plan, state, t0, out, table)
+        # a cluster is joined, and checked, before the state is claimed (--fresh discards it)
+        started = cluster.connect(plan.address) if plan.address is not None else False
+        try:
+            if plan.address is not None:
+                check_cluster(plan)
+            state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
+            return run_claimed(plan, state, t0, out, table)
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def check_cluster(plan: StudyPlan) -> None:
+    """What the joined cluster must offer before any state is touched: a node that holds a
+    trial (`fcl.tune.nodes`), and, with several nodes, a `--storage` all of them reach."""
+    on = nodes.alive_nodes()
+    plan.resources(ray.cluster_resources(), cluster.can_autoscale(), on)
+    if len(on) > 1:
+        check_storage(states.storage_of(plan.opts), on)
 
 
 def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO,
@@ -62,13 +79,13 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
     try:
         autoscales, on = cluster.can_autoscale(), nodes.alive_nodes()
         res = plan.resources(ray.cluster_resources(), autoscales, on)
-        if len(on) > 1:
-            check_storage(state.storage, on)
         print(nodes.placement_line(on, res.cpus, res.gpus, plan.opts.max_concurrent), file=out,
               flush=True)
         if not plan.cfg.run.threads:
             plan = replace(plan, cfg=with_overrides(plan.cfg, {"run.threads": res.threads}))
-        watch = None if autoscales else nodes.InfeasibleWatch(res.cpus, res.gpus)
+        # (not under Ray Client: Tune's loop, and so the callback's signal, runs on the head)
+        watch = None if autoscales or cluster.is_client() else nodes.InfeasibleWatch(res.cpus,
+                                                                                    res.gpus)
         nodes.stopped().clear()
         grid, interrupted, full = fit(plan, state, res, out, table, watch)
         if nodes.stopped():
@@ -119,7 +136,7 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
                  ) -> StudyOutcome:
     """The study's Parquet from the trials' last checkpoints, then its manifest (both held
     back if interrupted: they wait for the study to complete, with --resume)."""
-    trials, unfinished = export.outcomes(grid, plan.cfg, plan.trial_seeds)
+    trials, unfinished = export.read_outcomes(grid, plan.cfg, plan.trial_seeds)
     frames = export.study_frames(plan.name, plan.opts.preset, trials, varying_keys(plan.space))
     df = frames["trials"]
     failed = int((df["status"] == ERROR).sum())

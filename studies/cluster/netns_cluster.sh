@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# A Ray cluster on one machine that behaves like three: a head and two workers, each in its own
+# network namespace with its own IP (iproute2 + a bridge; needs root), each `ray start` with its
+# own --temp-dir. It runs one grid (stragglers), one search (search, 3 draws) and one FLoCoRA
+# study (flocora_quantization) at --preset smoke from a driver on the head, then the faults of
+# issue 20 that a user meets on a cluster, each with its exit code; a summary line per step
+# goes to $WORK/summary.txt. Everything it started is stopped by PID at the end (never
+# `ray stop`: that would end every Ray on the machine).
+#
+#   sudo bash studies/cluster/netns_cluster.sh            # WORK=/tmp/fcl-netns-XXXX
+#   sudo WORK=/tmp/mine STEPS="grid faults" bash studies/cluster/netns_cluster.sh
+#
+# Steps (STEPS, default all): grid search flocora faults storage.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+PY=${PY:-$REPO/.venv/bin/python}
+RAY=$(dirname "$PY")/ray
+WORK=${WORK:-$(mktemp -d /tmp/fcl-netns-XXXX)}
+STEPS=${STEPS:-grid search flocora faults storage}
+NET=10.77.0 BR=fclbr0 PORT=6379
+HEAD=$NET.10
+mkdir -p "$WORK"
+RESULTS=$WORK/results STORAGE=$WORK/tune      # one filesystem: every namespace shares it
+SUMMARY=$WORK/summary.txt
+: >"$SUMMARY"
+
+ns() { ip netns exec "fcl-$1" "${@:2}"; }
+
+net_up() (                 # a bridge in this namespace, a veth into each node's namespace
+  set -e
+  ip link add $BR type bridge && ip addr add $NET.1/24 dev $BR && ip link set $BR up
+  local i=10
+  for n in head w1 w2 drv; do
+    ip netns add "fcl-$n"
+    ip link add "v-$n" type veth peer name eth0 netns "fcl-$n"
+    ip link set "v-$n" master $BR up
+    ns "$n" ip addr add "$NET.$i/24" dev eth0
+    ns "$n" ip link set eth0 up
+    ns "$n" ip link set lo up
+    i=$((i + 1))
+  done
+)
+
+net_down() {
+  for n in head w1 w2 drv; do ip netns del "fcl-$n" 2>/dev/null; ip link del "v-$n" 2>/dev/null; done
+  ip link del $BR 2>/dev/null
+  return 0
+}
+
+start_node() {             # start_node NAME IP [wrapper...]: ray start in that namespace
+  local name=$1 ip=$2; shift 2
+  local args=(--node-ip-address "$ip" --num-cpus 1 --temp-dir "$WORK/ray-$name"
+              --disable-usage-stats)
+  if [ "$name" = head ]; then
+    args+=(--head --port $PORT --include-dashboard false)
+  else
+    args+=(--address "$HEAD:$PORT")
+  fi
+  # the CLI sends the head's token (~/.ray/auth_token) only with RAY_AUTH_MODE=token
+  ns "$name" "$@" env RAY_ADDRESS= RAY_AUTH_MODE=token "$RAY" start "${args[@]}" \
+    >"$WORK/start-$name.log" 2>&1
+}
+
+stop_node() {              # every process started with that node's temp dir, by PID
+  local pids
+  pids=$(pgrep -f -- "$WORK/ray-$1" || true)
+  [ -n "$pids" ] && kill $pids 2>/dev/null
+  sleep 2
+  pids=$(pgrep -f -- "$WORK/ray-$1" || true)
+  [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+  return 0
+}
+
+cleanup() {
+  for n in w2 w1 head; do stop_node "$n"; done
+  net_down
+}
+trap cleanup EXIT
+
+step() {                   # step LABEL CMD...: run CMD, log it, one summary line
+  local label=$1; shift
+  local t0=$SECONDS
+  "$@" >"$WORK/$label.out" 2>"$WORK/$label.err"
+  local rc=$?
+  local last
+  last=$(grep -E "^(error|failed|stopped|[0-9]+ trials finished)" "$WORK/$label.err" \
+         "$WORK/$label.out" 2>/dev/null | head -3 | sed 's/^[^:]*://' | tr '\n' ' ')
+  echo "$label: exit $rc in $((SECONDS - t0)) s; stderr $(wc -l <"$WORK/$label.err") lines; $last" \
+    | tee -a "$SUMMARY"
+}
+
+driver() {                 # a study from the driver on the head
+  ns head env RAY_ADDRESS= PYTHONPATH="$REPO" "$PY" "$@" --preset smoke --seeds 1 \
+    --address "$HEAD:$PORT" --results "$RESULTS" --storage "$STORAGE"
+}
+
+rows() {                   # rows STUDY: trials.parquet's rows by status, and the nodes used
+  "$PY" - "$RESULTS/$1/trials.parquet" <<'EOF' | tee -a "$SUMMARY"
+import sys, pandas as pd
+t = pd.read_parquet(sys.argv[1])
+print(f"  {sys.argv[1].split('/')[-2]}: {len(t)} rows {t['status'].value_counts().to_dict()}, "
+      f"on nodes {t['node_ip'].value_counts().to_dict()}, fcl {sorted(set(t['fcl_version']))}")
+EOF
+}
+
+cd "$REPO" || exit 1
+net_down; net_up || { echo "could not build the namespaces"; exit 1; }
+start_node head $HEAD || { cat "$WORK/start-head.log"; exit 1; }
+start_node w1 $NET.11 && start_node w2 $NET.12 || { cat "$WORK"/start-w*.log; exit 1; }
+echo "cluster: head $HEAD, workers $NET.11 $NET.12 (1 CPU each); work in $WORK" | tee -a "$SUMMARY"
+
+for s in $STEPS; do
+  case $s in
+    grid)    step grid driver studies/stragglers.py; rows stragglers ;;
+    search)  step search driver studies/search.py --num-samples 3; rows search ;;
+    flocora) step flocora driver studies/flocora_quantization.py; rows flocora_quantization ;;
+    faults)
+      step too-large driver studies/stragglers.py --cpus-per-trial 2 --fresh
+      step not-a-node ns drv unshare --pid --fork --mount-proc env RAY_ADDRESS= \
+        PYTHONPATH="$REPO" "$PY" studies/stragglers.py --preset smoke \
+        --address "$HEAD:$PORT" --results "$WORK/drv-results"
+      step token-env-unset driver studies/stragglers.py --dry-run ;;
+    storage)               # w2 sees its own empty tmpfs where the others see $STORAGE
+      stop_node w2; mkdir -p "$STORAGE"
+      start_node w2 $NET.12 unshare --mount --propagation private sh -c \
+        "mount -t tmpfs none '$STORAGE' && exec \"\$@\"" sh
+      sleep 3
+      step unshared-storage driver studies/stragglers.py --fresh ;;
+  esac
+done
+echo "summary in $SUMMARY"
