@@ -13,6 +13,10 @@
 | cifar10-gpu        | Split CIFAR-10, 1000 images/class, R=25: the studies on one GPU        |
 | flocora-cifar10-*  | FLoCoRA's recipe on CIFAR-10 (T=1) at those two sizes                  |
 
+`cifar10-local-pretrained` is `cifar10-local` on a frozen backbone that `fcl pretrain` made from
+images no FCL task uses, shipped in the package (fcl/weights/README.md): closer to the paper's
+ImageNet-pretrained backbone than a random one (results/README.md, "Which frozen backbone").
+
 A study (`studies/*.py`) takes a *study preset* (`STUDY_PRESETS`, one per run preset): the run
 preset its trials start from, made smaller where a study of dozens of trials has to fit a laptop,
 the seeds each grid point runs by default, and, for FLoCoRA's studies, the run preset of
@@ -30,6 +34,7 @@ MiniImageNet (84) and the Decathlon (72) run at their own size.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fcl.config import ConfigError, RunConfig, with_overrides
@@ -69,6 +74,17 @@ CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "data.num_clients": 5, "client.local_epochs": 2, "server.tau": 0.1, "eval.every": 5,
            "run.precision": "auto"}
 
+# Backbones `fcl pretrain` made, shipped in the package (fcl/weights/README.md: the command of
+# each); a preset names one by its absolute path, so a Tune worker finds it from any folder.
+WEIGHTS = Path(__file__).resolve().with_name("weights")
+PRETRAINED_SHA256 = {
+    "resnet_tiny-fashion_mnist.pt":
+        "40a3ed30c3bc7c33a9bde00605488b96dc170b79e05d9b8a9a961063dcc97816",
+    "resnet_tiny-cifar10_rest.pt":
+        "e2371a803ac502e185081ba26413d1e2074b7e8b29287717800ca0f14e31c31a",
+}
+CIFAR10_BACKBONE = "resnet_tiny-cifar10_rest.pt"      # cifar10-local-pretrained's
+
 PRESETS: dict[str, dict] = {
     "flocora": {**FLOCORA, "data.name": "cifar10"},
     # The same recipe at bundled-data scale: 10-class Fashion-MNIST (60 train / 50 test images
@@ -88,6 +104,11 @@ PRESETS: dict[str, dict] = {
     # not yet timed on a GPU: none was lent).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
+    # cifar10-local on a frozen pretrained backbone (results/README.md, "Which backbone": the
+    # calibration of random vs pretrained backbones that chose this one)
+    "cifar10-local-pretrained": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
+                                 "data.test_per_class": 100,
+                                 "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
                     "data.test_per_class": 200},
     # FLoCoRA on CIFAR-10 (10 classes, T = 1) at the same two sizes. Here flocora-local's recipe
@@ -158,10 +179,15 @@ STUDY_PRESETS: dict[str, StudyPreset] = {
     "cifar10-local": StudyPreset("cifar10-local",
                                  families={"flocora": "flocora-cifar10-local"},
                                  what="Split CIFAR-10, 2 CPU cores"),
+    # FLoCoRA's studies keep its random frozen backbone (its premise), as at cifar10-local
+    "cifar10-local-pretrained": StudyPreset("cifar10-local-pretrained",
+                                            families={"flocora": "flocora-cifar10-local"},
+                                            what="cifar10-local, pretrained backbone"),
     "cifar10-gpu": StudyPreset("cifar10-gpu", families={"flocora": "flocora-cifar10-gpu"},
                                what="Split CIFAR-10, one GPU"),
     **{name: StudyPreset(name) for name in PRESETS if name not in (
-        "smoke", "local", "paper", "cifar10-local", "cifar10-gpu")},
+        "smoke", "local", "paper", "cifar10-local", "cifar10-local-pretrained",
+        "cifar10-gpu")},
 }
 STUDY_FAMILIES = frozenset(f for p in STUDY_PRESETS.values() for f in p.families)
 

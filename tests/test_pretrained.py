@@ -93,3 +93,27 @@ def test_bad_weights_give_one_line_config_errors(tmp_path, monkeypatch):
         build_model(ModelConfig(**R18, pretrained="imagenet"), (3, 32, 32), [2], 0)
     with pytest.raises(ConfigError, match=r"model.norm=group: model.pretrained=imagenet needs"):
         ModelConfig(backbone="resnet18", stem="imagenet", pretrained="imagenet")
+
+
+def test_shipped_backbones_match_their_checksums_and_the_pretrained_preset_loads_one():
+    """fcl/weights/: each file is the one its `fcl pretrain` command wrote (README there);
+    cifar10-local-pretrained is cifar10-local with one of them as its frozen backbone."""
+    import hashlib
+
+    from fcl.presets import CIFAR10_BACKBONE, PRETRAINED_SHA256, WEIGHTS, preset
+    for name, sha in PRETRAINED_SHA256.items():
+        assert hashlib.sha256((WEIGHTS / name).read_bytes()).hexdigest() == sha, name
+    cfg = preset("cifar10-local-pretrained")
+    flat, plain = cfg.to_flat(), preset("cifar10-local").to_flat()
+    assert {k for k in flat if flat[k] != plain[k]} == {"model.weights"}
+    assert cfg.model.weights == str(WEIGHTS / CIFAR10_BACKBONE) and WEIGHTS.is_absolute()
+    blob = torch.load(cfg.model.weights, weights_only=True)
+    assert blob["architecture"]["backbone"] == cfg.model.backbone == "resnet_tiny"
+    backbone = build_model(cfg.model, (3, 32, 32), [2] * 5, cfg.seed).backbone
+    state = backbone.state_dict()
+    stem = blob["state_dict"]["stem.0.weight"]
+    want = stem if stem.shape[1] == 3 else stem.repeat(1, 3, 1, 1) / 3     # gray -> RGB
+    assert torch.equal(state["stem.0.weight"], want)
+    assert all(torch.equal(state[k], v) for k, v in blob["state_dict"].items()
+               if k != "stem.0.weight")
+    assert not any(p.requires_grad for p in backbone.parameters())

@@ -1,7 +1,8 @@
 """The study presets (`fcl.presets.STUDY_PRESETS`): every study at every preset resolves to the
 base config (and the space with its seeds) it had before the presets became one table, stored
 in tests/tune_base_configs.json (captured from the code before the change; each base config as
-the keys where it differs from `RunConfig()`); `--help` lists every preset a study accepts."""
+the keys where it differs from `RunConfig()`; a shipped backbone as its path in the repository);
+`--help` lists every preset a study accepts."""
 import json
 import runpy
 from pathlib import Path
@@ -39,6 +40,8 @@ def resolved(study, preset: str) -> dict:
         described = {"error": str(e)}
     default = RunConfig().to_flat()
     base = {k: v for k, v in cfg.to_flat().items() if v != default[k]}
+    if "model.weights" in base:         # an absolute path (fcl.presets.WEIGHTS): this checkout's
+        base["model.weights"] = Path(base["model.weights"]).relative_to(REPO).as_posix()
     return json.loads(json.dumps({"base": base, "space": described}, default=str))
 
 
