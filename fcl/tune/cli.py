@@ -108,10 +108,19 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
                         "viz), mlflow ($MLFLOW_TRACKING_URI, default RESULTS/mlflow.db), wandb")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override base config keys (see `fcl run --help`)")
+    p.add_argument("--save-models", action="store_true",
+                   help="keep the trained model of every finished row in "
+                        "RESULTS/STUDY/models/TRIAL_ID (read with fcl.load_model)")
     p.add_argument("--tune-table", action="store_true",
                    help="print Tune's trial table every 30 s instead of one progress line")
     p.add_argument("--dry-run", action="store_true",
                    help="print the trial table and the expected cost; run nothing")
+    add_search_args(p, searcher)
+    return p
+
+
+def add_search_args(p: argparse.ArgumentParser, searcher: str | None) -> None:
+    """The scheduler's flags, and a search's objective."""
     p.add_argument("--scheduler", default="fifo", choices=SCHEDULERS,
                    help="fifo: every trial runs all its rounds; asha: stop trials whose ACC "
                         "trails at rounds grace, grace*rf, ... (searches only; a grid that feeds "
@@ -124,7 +133,6 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
     if searcher is not None:
         p.add_argument("--objective", default="acc", choices=("acc", "pareto"),
                        help="acc: maximise ACC; pareto: ACC vs bytes communicated")
-    return p
 
 
 def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
@@ -142,6 +150,7 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
             num_samples=args.num_samples, max_concurrent=args.max_concurrent,
             resume=args.resume or args.retry_errored, fresh=args.fresh, dry_run=args.dry_run,
             retry_errored=args.retry_errored, callbacks=tuple(args.callback),
+            save_models=args.save_models,
             command=shlex.join(["python", f"studies/{study.name}.py",
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),

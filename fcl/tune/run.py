@@ -21,7 +21,7 @@ import ray
 
 from fcl.config import ConfigError, with_overrides
 from fcl.manifest import replace_study_files
-from fcl.results_io import ERROR
+from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, disk_full, export, nodes, progress, state as states
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, plan_study
@@ -29,6 +29,7 @@ from fcl.tune.searchers import dashboard_command
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
+from fcl.tune.trial_models import export_models
 from fcl.tune.tuner import make_tuner
 
 
@@ -145,14 +146,20 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
         outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True)
         print(interrupted_line(outcome, plan.opts), file=sys.stderr)
         return outcome
-    paths = replace_study_files(frames, os.path.join(plan.opts.results, plan.name),
-                              plan.manifest())
+    folder = os.path.join(plan.opts.results, plan.name)
+    kept = set(df.loc[df["status"] == TERMINATED, "trial_id"])
+    # read only on request: under Ray Client the checkpoints may not be on this machine's disk
+    models = export_models([r.checkpoint for r in grid if r.checkpoint is not None]
+                           if plan.opts.save_models else [], folder, kept)
+    paths = replace_study_files(frames, folder, plan.manifest())
     print(export.summary_line(df), file=out)
     best = progress.best_line(df, varying_keys(plan.space))
     if best:
         print(best, file=out)
     for p in paths:
         print(f"wrote {p}", file=out)
+    if models:
+        print(f"wrote {models} ({len(os.listdir(models))} models)", file=out)
     hints = dict(zip(export.trial_ids(trials), (t.hint for t in trials)))
     for line in export.failed_lines(df, varying_keys(plan.space), hints):
         print(line, file=sys.stderr)

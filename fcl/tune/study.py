@@ -59,6 +59,7 @@ class StudyOptions:
     scheduler: SchedulerOptions = field(default_factory=SchedulerOptions)
     callbacks: tuple[str, ...] = ()      # trackers: tensorboard, mlflow, wandb (fcl.tune.trackers)
     retry_errored: bool = False          # with resume: rerun trials that failed for good
+    save_models: bool = False            # keep every finished row's model (fcl.tune.trial_models)
     command: str = ""                    # how the user ran it (the --resume hint, the manifest)
 
 

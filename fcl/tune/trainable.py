@@ -28,6 +28,7 @@ from fcl.engine import RunResult, RunState, finish, run_round, start
 from fcl.provenance import versions
 from fcl.records import RoundRecord
 from fcl.tune.space import data_signature, dataset_key, resolve
+from fcl.tune.trial_models import save_trial_models
 
 STATE_FILE, RESULT_FILE, META_FILE = "run_state.pt", "run_result.pt", "meta.json"
 FINISHED = "finished"    # True in a trial's last report only when it ran all its rounds (a
@@ -141,9 +142,10 @@ def seed_configs(cfg: RunConfig, seeds: int) -> list[RunConfig]:
 
 
 def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every: int,
-                seeds: int = 1) -> None:
+                seeds: int = 1, save_models: bool = False) -> None:
     """The Tune function trainable (bound with `tune.with_parameters`): the trial's config at
-    `seeds` seeds (seed, seed+1, ...), reported every round as the mean over them."""
+    `seeds` seeds (seed, seed+1, ...), reported every round as the mean over them; the last
+    checkpoint holds the seeds' trained models too with `save_models`."""
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)  # per checkpoint
     cfgs = seed_configs(resolve(base, config), seeds)
     states, wall_before = [None] * len(cfgs), 0.0
@@ -161,6 +163,8 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
              "done": True, FINISHED: True}
     meta = {"wall_s": wall, "final_metrics": final, "versions": versions()}
     with _save(results, RESULT_FILE, meta) as d:
+        if save_models:
+            save_trial_models(runs, d)
         tune.report(final, checkpoint=tune.Checkpoint.from_directory(d))
 
 

@@ -71,7 +71,8 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
     every = plan.opts.checkpoint_every or max(1, cfg.rounds // 10)
     return tune.with_resources(
         tune.with_parameters(train_trial, base=cfg, datasets=plan.datasets,
-                             checkpoint_every=every, seeds=plan.trial_seeds),
+                             checkpoint_every=every, seeds=plan.trial_seeds,
+                             save_models=plan.opts.save_models),
         res.as_dict())
 
 
