@@ -8,8 +8,11 @@ batch: what a plain script or Flower's `test()` does).
 Workloads: `cifar10-local` (the study preset's model: NetTailor on resnet_tiny width 16, Split
 CIFAR-10, 5 tasks x 200 test images) and `resnet8` (FLoCoRA's ResNet-8 GroupNorm(2) with LoRA
 r=32, CIFAR-10 as one task, `--test-per-class` images per class). Every cell is the best of
-`--reps`, cells interleaved; the accuracy counts of every batch size are checked equal to the
-first's (prints DIFFERENT otherwise). Needs the CIFAR-10 files under data/ (see /work/shared).
+`--reps`, cells interleaved. `evaluate` is timed with the run's layout and with NHWC batches
+(`evaluate(..., channels_last=True)`: what the engine does on an AVX-512 CPU); the accuracy
+counts of every batch size and layout are checked equal (the line says False otherwise).
+Needs the CIFAR-10 files under data/ (python /work/shared/data/cifar10_jpg_to_torchvision.py
+data).
 """
 from __future__ import annotations
 
