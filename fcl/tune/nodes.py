@@ -125,7 +125,7 @@ class InfeasibleWatch(tune.Callback):
         self._last = now
         live = alive_nodes()
         if not any(slots(n, self.cpus, self.gpus) for n in live):
-            waiting = sum(t.status == "PENDING" for t in trials)
+            waiting = sum(t.status in ("PENDING", "RUNNING", "PAUSED") for t in trials)
             _STOPPED.append(infeasible_line(live, self.cpus, self.gpus, waiting))
             os.kill(os.getpid(), signal.SIGINT)        # Tune's handler: stop, keep the state
 
@@ -138,5 +138,5 @@ def infeasible_line(nodes: list[Node], cpus: float, gpus: float, waiting: int) -
     share = f"{cpus:g} CPUs" + (f" and {gpus:g} GPUs" if gpus else "")
     have = f"the live nodes have {sizes(nodes)}" if nodes else "no node is alive"
     return (f"stopped: no live node can hold a trial of {share} ({have}); {waiting} trials "
-            "were waiting. Add a node that size (or lower --cpus-per-trial / "
-            "--gpus-per-trial), then continue with --resume")
+            "unfinished, kept for --resume. Add a node that size (or lower --cpus-per-trial "
+            "/ --gpus-per-trial)")

@@ -170,7 +170,7 @@ def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: T
 
 def resume_command(opts: StudyOptions, *extra: str) -> str:
     """The user's command with --resume (and `extra` flags) added where missing."""
-    words = (opts.command or "the same command").split()
+    words = [w for w in (opts.command or "the same command").split() if w != "--fresh"]
     return " ".join(words + [f for f in ("--resume", *extra) if f not in words])
 
 

@@ -54,7 +54,14 @@ def _on(node_id: str, *args):
 
 def _answers(refs: list) -> list[str]:
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=TIMEOUT_S)
-    return [ray.get(r) if r in ready else f"no answer in {TIMEOUT_S} s" for r in refs]
+    return [_answer(r) if r in ready else f"no answer in {TIMEOUT_S} s" for r in refs]
+
+
+def _answer(ref) -> str:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayError as e:      # e.g. the node left while it was asked
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
 
 
 def check_storage(storage: str, nodes: list[Node]) -> None:

@@ -10,14 +10,17 @@
 #   sudo bash studies/cluster/netns_cluster.sh            # WORK=/tmp/fcl-netns-XXXX
 #   sudo WORK=/tmp/mine STEPS="grid faults" bash studies/cluster/netns_cluster.sh
 #
-# Steps (STEPS, default all): grid search flocora faults storage.
+# Steps (STEPS, default all): grid search flocora faults storage; also: compare (the grid run
+# locally, rows compared with the cluster's), loss (both workers stopped mid-study, then back
+# and --resume; needs HEAD_CPUS=0, the usual lab head), client (a driver on Ray Client from a
+# machine that is not a node and cannot see --storage; needs `ray[client]`, not run here).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$REPO/.venv/bin/python}
 RAY=$(dirname "$PY")/ray
 WORK=${WORK:-$(mktemp -d /tmp/fcl-netns-XXXX)}
 STEPS=${STEPS:-grid search flocora faults storage}
-NET=10.77.0 BR=fclbr0 PORT=6379
+NET=10.77.0 BR=fclbr0 PORT=6379 HEAD_CPUS=${HEAD_CPUS:-1}
 HEAD=$NET.10
 mkdir -p "$WORK"
 RESULTS=$WORK/results STORAGE=$WORK/tune      # one filesystem: every namespace shares it
@@ -49,10 +52,13 @@ net_down() {
 
 start_node() {             # start_node NAME IP [wrapper...]: ray start in that namespace
   local name=$1 ip=$2; shift 2
-  local args=(--node-ip-address "$ip" --num-cpus 1 --temp-dir "$WORK/ray-$name"
+  local cpus=1
+  [ "$name" = head ] && cpus=$HEAD_CPUS
+  local args=(--node-ip-address "$ip" --num-cpus "$cpus" --temp-dir "$WORK/ray-$name"
               --disable-usage-stats)
   if [ "$name" = head ]; then
     args+=(--head --port $PORT --include-dashboard false)
+    case " $STEPS " in *" client "*) args+=(--ray-client-server-port 10001) ;; esac   # ray[client]
   else
     args+=(--address "$HEAD:$PORT")
   fi
@@ -94,8 +100,10 @@ driver() {                 # a study from the driver on the head
     --address "$HEAD:$PORT" --results "$RESULTS" --storage "$STORAGE"
 }
 
-rows() {                   # rows STUDY: trials.parquet's rows by status, and the nodes used
-  "$PY" - "$RESULTS/$1/trials.parquet" <<'EOF' | tee -a "$SUMMARY"
+rows() { rows_at "$RESULTS" "$1"; }
+
+rows_at() {                # rows_at RESULTS [STUDY]: trials' rows by status, the nodes used
+  "$PY" - "$1/${2:-stragglers}/trials.parquet" <<'EOF' | tee -a "$SUMMARY"
 import sys, pandas as pd
 t = pd.read_parquet(sys.argv[1])
 print(f"  {sys.argv[1].split('/')[-2]}: {len(t)} rows {t['status'].value_counts().to_dict()}, "
@@ -103,17 +111,59 @@ print(f"  {sys.argv[1].split('/')[-2]}: {len(t)} rows {t['status'].value_counts(
 EOF
 }
 
+same_rows() {              # same_rows A B: trials, rounds, tasks of two exports, timing aside
+  "$PY" - "$1" "$2" <<'EOF' | tee -a "$SUMMARY"
+import sys, pandas as pd
+skip = {"wall_s", "samples_per_s", "tune_trial_id", "tune_trial_dir", "hostname", "node_ip",
+        "fcl_git"}     # the commit: others may commit between two runs
+out = []
+for name in ("trials", "rounds", "tasks"):
+    a, b = (pd.read_parquet(f"{d}/{name}.parquet") for d in sys.argv[1:])
+    cols = [c for c in a.columns if c not in skip]
+    same = len(a) == len(b) and a[cols].reset_index(drop=True).equals(b[cols].reset_index(drop=True))
+    out.append(f"{name} {len(a)} vs {len(b)} rows, {'equal' if same else 'DIFFERENT'}")
+print("  " + "; ".join(out) + f"  ({sys.argv[1]} vs {sys.argv[2]})")
+EOF
+}
+
+lose_workers() {           # the grid with both workers stopped after 40 s, then resumed
+  driver studies/stragglers.py --fresh >"$WORK/loss.out" 2>"$WORK/loss.err" &
+  local pid=$! t0=$SECONDS
+  sleep 40; stop_node w1; stop_node w2
+  wait $pid
+  echo "loss: exit $? in $((SECONDS - t0)) s; $(grep -E '^(error|stopped)' "$WORK/loss.err" \
+    | head -1)" | tee -a "$SUMMARY"
+  start_node w1 $NET.11 && start_node w2 $NET.12
+  step loss-resume driver studies/stragglers.py --resume
+  rows stragglers
+}
+
 cd "$REPO" || exit 1
 net_down; net_up || { echo "could not build the namespaces"; exit 1; }
 start_node head $HEAD || { cat "$WORK/start-head.log"; exit 1; }
 start_node w1 $NET.11 && start_node w2 $NET.12 || { cat "$WORK"/start-w*.log; exit 1; }
-echo "cluster: head $HEAD, workers $NET.11 $NET.12 (1 CPU each); work in $WORK" | tee -a "$SUMMARY"
+sleep 3                    # the workers registered with the head before the first driver
+echo "cluster: head $HEAD ($HEAD_CPUS CPUs), workers $NET.11 $NET.12 (1 CPU each); work in" \
+  "$WORK" | tee -a "$SUMMARY"
 
 for s in $STEPS; do
   case $s in
     grid)    step grid driver studies/stragglers.py; rows stragglers ;;
     search)  step search driver studies/search.py --num-samples 3; rows search ;;
     flocora) step flocora driver studies/flocora_quantization.py; rows flocora_quantization ;;
+    compare)
+      step local env RAY_ADDRESS= "$PY" studies/stragglers.py --preset smoke --seeds 1 \
+        --results "$WORK/local"
+      same_rows "$WORK/local/stragglers" "$RESULTS/stragglers" ;;
+    loss)    lose_workers; same_rows "$WORK/local/stragglers" "$RESULTS/stragglers" ;;
+    client)                # its own mount namespace: --storage there is an empty tmpfs
+      mkdir -p "$STORAGE"
+      step client ns drv unshare --pid --fork --mount-proc --mount --propagation private \
+        sh -c "mount -t tmpfs none '$STORAGE' && exec \"\$@\"" sh env RAY_ADDRESS= \
+        PYTHONPATH="$REPO" "$PY" studies/stragglers.py --preset smoke --seeds 1 \
+        --address "ray://$HEAD:10001" --results "$WORK/client-results" \
+        --storage "$STORAGE/client"
+      rows_at "$WORK/client-results" ;;
     faults)
       step too-large driver studies/stragglers.py --cpus-per-trial 2 --fresh
       step not-a-node ns drv unshare --pid --fork --mount-proc env RAY_ADDRESS= \
