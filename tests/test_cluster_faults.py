@@ -102,6 +102,7 @@ def test_failed_trials_exit_1_with_a_line_and_a_row_each(cluster, tmp_path):
                       f"{cuda['node_ip']}: {cuda['error']}"]
     assert "no CUDA device" in trials.loc["cuda", "error"]
     assert "1 trials finished, 1 failed" in out
+    assert "Traceback" not in err         # each failed attempt is one line; its error.txt has it
     assert "3 trials at once (1 CPU each)" in out
     assert trials.loc["cpu", "node_ip"] != "" and trials.loc["cpu", "hostname"] != ""
     assert "1 trials failed; --resume leaves them failed, rerun them with: " in out
@@ -121,6 +122,7 @@ def test_trials_failing_before_their_first_report_are_rows_and_resume_says_so(cl
             "trial's worker died: ActorDiedError)").all(), trials["error"].tolist()
     assert (trials["node_ip"] != "").all()         # from Ray's error: it never reported
     assert "0 trials finished, 1 failed" in out and "did not finish" not in out
+    assert "Traceback" not in err and "Failed to fetch metrics" not in err
     failed = [line for line in err.splitlines() if line.startswith("failed: trial ")]
     assert len(failed) == 1 and all("[Ray: This may be because needed library dependencies "
                                     "are not installed in the worker environment.]" in line

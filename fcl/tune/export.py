@@ -10,6 +10,7 @@ columns have fixed types, so exporting the same results twice writes the same fi
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from fcl.results_io import (EARLY_STOPPED, ERROR, NODE_COLUMNS, OPTUNA_COLUMN, S
                             VERSION_COLUMNS, config_hash, empty, empty_trials, metric_types,
                             round_types, task_types, trial_rounds_frame, trial_row,
                             trial_tasks_frame, typed_trials)
+from fcl.tune.progress import filtered_ray_logs
 from fcl.tune.space import resolve
 from fcl.tune.trainable import load_result, seed_configs
 
@@ -119,10 +121,26 @@ def planned_configs(result_grid) -> dict:
     """Every trial's config as Tune's experiment state holds it, by Tune trial id ({} where
     that state cannot be read)."""
     try:
-        return ExperimentAnalysis(result_grid.experiment_path,
-                                  storage_filesystem=result_grid.filesystem).get_all_configs()
+        with filtered_ray_logs(OneLineFailures()):
+            analysis = ExperimentAnalysis(result_grid.experiment_path,
+                                          storage_filesystem=result_grid.filesystem)
+        return analysis.get_all_configs()
     except Exception:                # noqa: BLE001  (a trial's params.json is the fallback)
         return {}
+
+
+class OneLineFailures(logging.Filter):
+    """Each failed attempt of a trial as Tune's one line, without its traceback (it is in the
+    trial's error.txt, and the study ends with one line per failed trial); Tune's note that
+    trials which never reported have no metrics is dropped (their rows say so)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Failed to fetch metrics for"):
+            return False
+        if message.startswith("Trial task failed for trial"):
+            record.exc_info, record.exc_text = None, None
+        return True
 
 
 def outcomes(result_grid, base: RunConfig, seeds: int = 1

@@ -114,7 +114,8 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
     tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [])
-    with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full:
+    with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full, \
+            progress.filtered_ray_logs(export.OneLineFailures()):
         try:
             grid = tuner.fit()
         except Exception:            # reading back what the full disk truncated (error.pkl)
