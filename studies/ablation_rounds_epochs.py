@@ -11,6 +11,7 @@ ROUNDS = {
     "local": {"rounds": grid(25, 50, 75, 100)},
     "smoke": {"rounds": grid(5, 10)},
     "cifar10-local": {"rounds": grid(25, 50)},
+    "cifar10-local-pretrained": {"rounds": grid(25, 50)},
     "cifar10-gpu": {"rounds": grid(25, 50)},
 }
 

@@ -33,6 +33,7 @@ BY_PRESET = {   # rounds: multiples of data.num_tasks at each preset
     "local": {"rounds": tune.choice([25, 50])},
     "smoke": {"rounds": tune.choice([5, 10])},
     "cifar10-local": {"rounds": tune.choice([25, 50]), "server.tau": CIFAR10_TAU},
+    "cifar10-local-pretrained": {"rounds": tune.choice([25, 50]), "server.tau": CIFAR10_TAU},
     "cifar10-gpu": {"rounds": tune.choice([25, 50]), "server.tau": CIFAR10_TAU},
 }
 
