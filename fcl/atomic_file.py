@@ -39,6 +39,20 @@ def write_bytes_atomic(blob: bytes, path: str | os.PathLike) -> None:
         Path(tmp).write_bytes(blob)
 
 
+def write_torch_atomic(obj, path: str | os.PathLike) -> bytes:
+    """`torch.save(obj)` written atomically; returns the bytes. Serialised in memory first:
+    torch.save names its zip's folder after the file it writes, so writing to the random temp
+    name would give other bytes each time for the same object."""
+    import io
+
+    import torch                     # here: reading results must not need torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    write_bytes_atomic(buf.getvalue(), path)
+    return buf.getvalue()
+
+
 def write_text_atomic(text: str, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")

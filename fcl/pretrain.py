@@ -24,8 +24,6 @@ an FCL task's image (`cifar10-local`: 300 / 100 per class; `fcl/weights/README.m
 from __future__ import annotations
 
 import argparse
-import hashlib
-import io
 import math
 import sys
 import time
@@ -47,8 +45,7 @@ from fcl.config import ClientConfig, ConfigError, RunConfig
 from fcl.data.federated import _first_per_class as first_per_class
 from fcl.data.image_dataset import ImageDataset
 from fcl.models.backbone import Backbone, build_backbone
-from fcl.atomic_file import write_bytes_atomic
-from fcl.models.pretrained import CHECKPOINT_FORMAT, architecture, load_pretrained_
+from fcl.models.pretrained import architecture, load_pretrained_, save_checkpoint
 from fcl.seeding import derive_seed, generator
 
 
@@ -134,18 +131,6 @@ def held_out_accuracy(backbone: Backbone, head: nn.Module, data, batch_size: int
         x = data.normalise(td.test_x[start:start + batch_size])
         hits += (head(backbone.features(x)).argmax(1) == td.test_y[start:start + batch_size]).sum()
     return float(hits) * 100.0 / max(len(td.test_y), 1)
-
-
-def save_checkpoint(path: str, backbone: Backbone, arch: dict, meta: dict) -> str:
-    """`fcl.models.pretrained`'s checkpoint, serialised in memory and then written atomically;
-    returns its SHA-256. torch.save names the zip's folder after the file it writes, and the
-    atomic write's temporary name is random, so a file written directly differed each time."""
-    blob = {"format": CHECKPOINT_FORMAT, "architecture": arch, "meta": meta,
-            "state_dict": {k: v.detach().cpu().clone() for k, v in backbone.state_dict().items()}}
-    buf = io.BytesIO()
-    torch.save(blob, buf)
-    write_bytes_atomic(buf.getvalue(), path)
-    return hashlib.sha256(buf.getvalue()).hexdigest()
 
 
 HELP = "train a backbone on a data set and save it for model.weights=PATH"

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from fcl import __version__
-from fcl.atomic_file import atomic_path, write_text_atomic
+from fcl.atomic_file import write_text_atomic, write_torch_atomic
 from fcl.config import RunConfig, from_flat
 from fcl.data.federated import FederatedData
 from fcl.models.factory import build_model
@@ -100,8 +100,7 @@ def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedDat
             "task_classes": [[int(c) for c in t.classes] for t in data.tasks],
             "backbone": backbone_identity(cfg), "backbone_sha256": blob["backbone_sha256"]}
     paths = [os.path.join(folder, MODEL_FILE), os.path.join(folder, META_FILE)]
-    with atomic_path(paths[0]) as tmp:
-        torch.save(blob, tmp)
+    write_torch_atomic(blob, paths[0])
     write_text_atomic(json.dumps(meta, indent=1) + "\n", paths[1])
     return paths
 

@@ -29,3 +29,14 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(tmp_path):
             raise RuntimeError("disk full")
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["page.html"]
+
+
+def test_write_torch_atomic_gives_the_same_bytes_whatever_the_temp_name(tmp_path):
+    import torch
+
+    from fcl.atomic_file import write_torch_atomic
+    obj = {"w": torch.arange(6.0).reshape(2, 3)}
+    a = write_torch_atomic(obj, tmp_path / "a.pt")
+    b = write_torch_atomic(obj, tmp_path / "sub.pt")
+    assert a == b == (tmp_path / "a.pt").read_bytes() == (tmp_path / "sub.pt").read_bytes()
+    assert torch.equal(torch.load(tmp_path / "a.pt", weights_only=True)["w"], obj["w"])

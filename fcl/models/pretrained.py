@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from fcl.atomic_file import atomic_path
+from fcl.atomic_file import write_torch_atomic
 from fcl.config import ConfigError, ModelConfig
 
 CHECKPOINT_FORMAT = "fcl-backbone/1"
@@ -66,14 +66,13 @@ def architecture(cfg: ModelConfig, in_channels: int) -> dict:
 
 
 def save_checkpoint(path: str | Path, backbone: nn.Module, arch: dict, meta: dict) -> str:
-    """Atomic write of the backbone's state_dict with its architecture; returns its SHA-256."""
+    """Atomic write of the backbone's state_dict with its architecture (the same bytes for the
+    same tensors: `write_torch_atomic`); returns its SHA-256."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     blob = {"format": CHECKPOINT_FORMAT, "architecture": arch, "meta": meta,
             "state_dict": {k: v.detach().cpu().clone() for k, v in backbone.state_dict().items()}}
-    with atomic_path(path) as tmp:
-        torch.save(blob, tmp)
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(write_torch_atomic(blob, path)).hexdigest()
 
 
 def read_weights(path: str) -> tuple[dict[str, torch.Tensor], dict | None]:
