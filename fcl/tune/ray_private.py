@@ -1,4 +1,5 @@
-"""The one place fcl reads Ray through a private API, because Ray has no public one for it.
+"""Where fcl reads a running Ray's state through a private API, because Ray has no public one
+for it (the other such place is `fcl.tune.ray_connect`: what joining a cluster asks of its GCS).
 tests/test_tune_ray_private.py fails loudly on a Ray that moves or renames it (the study itself
 would just read "no autoscaler")."""
 from __future__ import annotations
