@@ -6,6 +6,7 @@ import logging
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 
 import ray
@@ -16,6 +17,9 @@ from fcl.config import ConfigError
 from fcl.tune import ray_connect
 from fcl.tune.nodes import Node, check_fits, one_node
 from fcl.tune.ray_private import autoscaler_node_groups
+
+
+TUNE_ENV = ("RAY_AIR_NEW_OUTPUT", "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S")
 
 
 def connect(address: str | None, num_cpus: int | None = None) -> bool:
@@ -37,14 +41,26 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
         # Ray starts workers at nice 15 to keep its own processes responsive; on a laptop the
         # trials are the work, and at 15 they crawl beside anything else running.
         os.environ.setdefault("RAY_worker_niceness", "0")
-    elif address != "auto" and not address.startswith("ray://"):
+    elif address.startswith("ray://"):
+        prepare_client()
+    elif address != "auto":
         prepare_join(address)
     local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
     if address is not None and not in_ray_job():
         local["runtime_env"] = ship_fcl()
-    # "local": a new instance, even where `ray start` left one running (address=None would join it)
-    ray.init(address=address or "local", configure_logging=True, logging_level=logging.WARNING,
-             log_to_driver=True, **local)
+    try:
+        # the one line below says it; Ray's own warning before it would say it twice
+        warnings.filterwarnings("ignore", message="Ray Client connection timed out")
+        # "local": a new instance, even where `ray start` left one running (None would join it)
+        ray.init(address=address or "local", configure_logging=True,
+                 logging_level=logging.WARNING, log_to_driver=True, **local)
+    except ConnectionError as e:
+        if not (address or "").startswith("ray://"):
+            raise
+        raise ConfigError("--address", address, f"Ray Client could not connect ({e})",
+                          "a head started with --ray-client-server-port PORT that this machine "
+                          "reaches; on a cluster with token auth, its ~/.ray/auth_token here "
+                          "(or RAY_AUTH_TOKEN)") from None
     return True
 
 
@@ -55,7 +71,11 @@ def ship_fcl() -> dict:
     whatever fcl it had, or, from another folder than the repo's, none. Only the package:
     results and data stay behind (the driver loads the data; Ray's object store carries it)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # fcl/
-    return {"py_modules": [package],
+    # Tune's own settings travel too: under Ray Client its loop runs on the head, in an actor
+    # that does not have this driver's environment (seen: Ray's result boxes and 'snapshotting
+    # ... may become a bottleneck' warnings, 256 lines for a 5-trial smoke study)
+    tune_env = {k: os.environ[k] for k in TUNE_ENV if k in os.environ}
+    return {"py_modules": [package], "env_vars": tune_env,
             "excludes": ["__pycache__", "*.pyc", "*.fclcache.pt"]}
 
 
@@ -102,6 +122,17 @@ def prepare_join(address: str) -> None:
                           "run on the head node; or `ray job submit --address "
                           "http://HEAD:8265 --working-dir . -- python studies/NAME.py ...`; or "
                           "--address ray://HEAD:10001 (Ray Client)")
+
+
+def prepare_client() -> None:
+    """Before `ray.init("ray://...")`: Ray Client sends the token only with RAY_AUTH_MODE=token
+    (without it, a head with token auth never answers: "ray client connection timeout" after
+    30 s); a Ray Client server cannot be asked first as the GCS can, so the token goes where
+    one is at hand (a head without token auth ignores it: tested)."""
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+    if "RAY_AUTH_MODE" not in os.environ and (os.environ.get("RAY_AUTH_TOKEN")
+                                              or os.path.isfile(path)):
+        ray_connect.use_token()
 
 
 def can_autoscale() -> bool:
