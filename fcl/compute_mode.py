@@ -61,13 +61,13 @@ def eval_batch_size(batch_size: int, device: torch.device) -> int:
 
 
 def eval_channels_last(channels_last: bool, device: torch.device) -> bool:
-    """Whether evaluation feeds its batches in channels_last (NHWC) order: where the run does,
-    and on an AVX-512 CPU whatever the run does. There oneDNN's NHWC convolutions ran the same
-    evaluation ~2x faster (an input in NHWC makes the convolution run NHWC with the weights as
-    they are; benchmarks/eval_speed.py), with the same accuracy counts; on AVX2 CPUs NHWC
-    was slower (for training, README) and is left to run.channels_last."""
-    return channels_last or (device.type == "cpu"
-                             and torch.backends.cpu.get_cpu_capability().startswith("AVX512"))
+    """Whether evaluation feeds its batches in channels_last (NHWC) order: where the run does.
+    Not on an AVX-512 CPU by itself, though there NHWC batches (weights as they are) ran the
+    same evaluation ~2x faster at 1 thread (benchmarks/eval_speed.py): in bf16 they moved
+    accuracy counts by one test image in 108 of the 900 evaluated rounds of the 36-trial
+    `optimizers` study at cifar10-local (benchmarks/optimizers_study.py --compare), so the
+    layout of evaluation stays the run's, and its numbers those of NCHW evaluation."""
+    return channels_last
 
 
 @dataclass(frozen=True)
