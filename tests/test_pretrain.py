@@ -33,8 +33,8 @@ def fcl(capsys, *args):
 def test_pretrain_checkpoint_loads_back_bit_identical_and_runs(tmp_path, capsys):
     out = tmp_path / "ckpt" / "backbone.pt"
     code, stdout, stderr = fcl(capsys, "pretrain", "--preset", "smoke", "--set", *TINY,
-                               "data.augment=true", "--epochs", "1", "--batch-size", "50",
-                               "--out", str(out))
+                               "data.augment=true", "eval.batch_size=auto", "--epochs", "1",
+                               "--batch-size", "50", "--out", str(out))
     assert code == 0, stderr
     assert "test accuracy" in stdout and "epoch   1/1" in stderr
     blob = torch.load(out, weights_only=True)
