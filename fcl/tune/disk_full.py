@@ -130,7 +130,8 @@ def _reads_back(path: str) -> bool:
 @contextlib.contextmanager
 def watch(folder: str) -> Iterator[list[str]]:
     """Yields a list that is non-empty once a trial hit a full disk (Tune then stops); keeps
-    the reserve file in `folder` (Tune's state of the study) meanwhile."""
+    the reserve files in `folder` (Tune's state of the study) meanwhile, and after a full disk
+    restores Tune's experiment state there from its staging copy."""
     _FULL.clear()
     _STAGING.clear()
     make_reserves(folder)
