@@ -110,8 +110,8 @@ def prepare_join(address: str) -> None:
     line a driver on a machine that is not one of the cluster's nodes (Ray would die in ~14 s
     with a C++ stack trace: it attaches a driver to a raylet on its own machine)."""
     if ray_connect.needs_token(address):
-        path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
-        if not (os.environ.get("RAY_AUTH_TOKEN") or os.path.isfile(path)):
+        path, have = token_at_hand()
+        if not have:
             raise ConfigError("--address", address, "the cluster uses token auth and this "
                               f"machine has no token ({path})", "the head's ~/.ray/auth_token "
                               "copied here, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH set")
@@ -129,10 +129,15 @@ def prepare_client() -> None:
     (without it, a head with token auth never answers: "ray client connection timeout" after
     30 s); a Ray Client server cannot be asked first as the GCS can, so the token goes where
     one is at hand (a head without token auth ignores it: tested)."""
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
-    if "RAY_AUTH_MODE" not in os.environ and (os.environ.get("RAY_AUTH_TOKEN")
-                                              or os.path.isfile(path)):
+    if "RAY_AUTH_MODE" not in os.environ and token_at_hand()[1]:
         ray_connect.use_token()
+
+
+def token_at_hand() -> tuple[str, bool]:
+    """(where Ray looks for the token file, whether this machine has a token: that file or
+    RAY_AUTH_TOKEN)."""
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+    return path, bool(os.environ.get("RAY_AUTH_TOKEN")) or os.path.isfile(path)
 
 
 def can_autoscale() -> bool:
