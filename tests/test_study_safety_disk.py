@@ -1,7 +1,9 @@
 """A disk that fills up during a study (a 256 KiB tmpfs as `--results`) ends it in one line,
 exit 2, Tune's state kept; after the disk grows, `--resume` finishes with exactly the rows of
 a study that never stopped (Tune's experiment state, truncated on the full disk, is restored
-from its staging copy: `fcl.tune.disk_full`). Needs root (mount); skipped, with the reason, where not permitted."""
+from its staging copy, or at `--resume` from the driver's copy of it: `fcl.tune.disk_full`; in CI
+it once resumed as 1 trial of 2 and exit 0 before that copy). Needs root (mount); skipped, with
+the reason, where not permitted."""
 import os
 import subprocess
 import sys
@@ -80,3 +82,35 @@ def test_restore_experiment_state_replaces_a_truncated_snapshot(tmp_path):
     (staging / "experiment_state-x.json").write_text('{"trial_data": [1')      # nothing whole
     assert not restore_experiment_state(str(staging), str(storage))
     assert not restore_experiment_state(str(staging), "s3://bucket/study")
+
+
+def test_resume_repairs_a_truncated_state_from_the_drivers_copy_or_refuses(tmp_path):
+    """`--resume` never hands Tune an experiment state it cannot read (Tune would restart the
+    study with the trials it still finds and report success): it restores the copy kept at a
+    full-disk stop, or refuses in one line naming --fresh."""
+    from fcl.config import ConfigError
+    from fcl.tune import disk_full
+    from fcl.tune.state import ensure_whole, remove_experiment
+    path = tmp_path / ".tune" / "s"
+    path.mkdir(parents=True)
+    whole = '{"trial_data": [1, 2]}'
+    (path / "experiment_state-2026-01-01.json").write_text('{"trial_data": [1')
+    with pytest.raises(ConfigError, match="does not read back whole.*--fresh"):
+        ensure_whole("s", str(path))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    (staging / "experiment_state-2026-01-01.json").write_text(whole)
+    kept = disk_full.stash(str(staging), str(path))
+    assert kept == disk_full.stash_folder(str(path)) and os.path.isdir(kept)
+    ensure_whole("s", str(path))
+    assert (path / "experiment_state-2026-01-01.json").read_text() == whole
+    assert not os.path.exists(kept)                   # used up: a later damage is refused
+    ensure_whole("s", str(path))                      # whole: nothing to do
+    (path / "tuner.pkl").write_text("older")          # whole but older than the stop's copy
+    (staging / "tuner.pkl").write_text("newer")
+    disk_full.stash(str(staging), str(path))
+    ensure_whole("s", str(path))
+    assert (path / "tuner.pkl").read_text() == "newer" and not os.path.exists(kept)
+    disk_full.stash(str(staging), str(path))
+    remove_experiment(str(path))                      # --fresh drops the copy too
+    assert not os.path.exists(kept) and not path.exists()

@@ -17,16 +17,25 @@ eighth of the free space, at most 2 MiB): the first is removed the moment the di
 may eat that room before the snapshot lands, so the second is removed only once Tune has
 stopped, when nothing else writes, and the state that Tune keeps on the driver's own disk (its
 staging folder, complete) is then copied over the storage's, file by file, atomically.
+
+Even the second reserve can be too small (Tune's experiment state grows with the trials, and a
+trial's actor may still write after Tune stopped; seen in CI: a 256 KiB disk, a 40 KiB state,
+"1 trials finished" after `--resume`, exit 0). So that copy is first kept on the driver's disk
+too (`stash_folder`), and `--resume` repairs a state that does not read back from it
+(`fcl.tune.state.ensure_whole`) or refuses in one line; it never lets Tune restart the study
+with the trials it lost.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 
 from ray import tune
@@ -102,20 +111,59 @@ def free_reserves(keep: int = 0) -> None:
 def restore_experiment_state(staging: str, storage: str) -> bool:
     """Copy Tune's experiment state files (the top level of its staging folder on the driver:
     experiment_state-*.json, the searcher's and variant generator's state, tuner.pkl) over the
-    storage's, each through a temp file and a rename. True when the storage's experiment state
-    then reads back whole."""
+    storage's, each through a temp file and a rename (a temp file that did not fit is removed:
+    on a full disk it holds the room the next try needs). True when the storage's experiment
+    state then reads back whole."""
     if "://" in storage or not os.path.isdir(staging):
         return False
     names = [n for n in os.listdir(staging) if os.path.isfile(os.path.join(staging, n))]
     try:
         for name in names:
             tmp = os.path.join(storage, f".tmp-{name}")
-            shutil.copyfile(os.path.join(staging, name), tmp)
-            os.replace(tmp, os.path.join(storage, name))
+            try:
+                shutil.copyfile(os.path.join(staging, name), tmp)
+                os.replace(tmp, os.path.join(storage, name))
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
     except OSError:
         return False
     return all(_reads_back(os.path.join(storage, n)) for n in names
                if n.startswith("experiment_state"))
+
+
+def stash_folder(storage: str) -> str:
+    """Where the driver keeps its copy of a study's Tune experiment state after a full disk:
+    on its own temp disk, named by the storage path (the results disk is the one that filled)."""
+    key = hashlib.sha256(os.path.abspath(storage).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), "fcl-tune-state", key)
+
+
+def stash(staging: str, storage: str) -> str | None:
+    """Copy the top-level files of Tune's staging folder to `stash_folder(storage)`; its path,
+    or None where that did not work (then only the storage's copy is left)."""
+    folder = stash_folder(storage)
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        for name in os.listdir(staging):
+            if os.path.isfile(os.path.join(staging, name)):
+                shutil.copyfile(os.path.join(staging, name), os.path.join(folder, name))
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return folder
+
+
+def newest_state_reads_back(folder: str) -> bool:
+    """Whether the experiment state Tune would restore from `folder` (the newest
+    experiment_state-*.json, as Tune picks it) is there and reads back as JSON."""
+    try:
+        names = [n for n in os.listdir(folder)
+                 if n.startswith("experiment_state-") and n.endswith(".json")]
+    except OSError:
+        return False
+    return bool(names) and _reads_back(os.path.join(folder, max(names)))
 
 
 def _reads_back(path: str) -> bool:
@@ -140,6 +188,16 @@ def watch(folder: str) -> Iterator[list[str]]:
             yield _FULL
     finally:
         free_reserves()
-        if _STAGING and not restore_experiment_state(*_STAGING[0]):
-            print(f"warning: Tune's experiment state in {_STAGING[0][1]} could not be restored "
-                  "whole; --resume may run some trials again from the start", file=sys.stderr)
+        if _STAGING:
+            staging, storage = _STAGING[0]
+            kept = stash(staging, storage)
+            if restore_experiment_state(staging, storage):
+                if kept:
+                    shutil.rmtree(kept, ignore_errors=True)
+            elif kept:
+                print(f"warning: Tune's experiment state in {storage} did not fit on the full "
+                      f"disk; a whole copy is kept in {kept}, from which --resume restores it",
+                      file=sys.stderr)
+            else:
+                print(f"warning: Tune's experiment state in {storage} could not be restored "
+                      "whole, nor a copy kept; --resume will refuse it", file=sys.stderr)
