@@ -244,3 +244,20 @@ def test_no_analysis_output_is_left_as_a_probe_file(results, tmp_path):
     out = tmp_path / "figs"
     assert figures_main(["--only", "fig5c", "--results", str(results), "--out", str(out)]) == 0
     assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
+
+
+def test_several_results_folders_read_each_study_from_the_first_that_has_it(results, tmp_path,
+                                                                             capsys):
+    """The committed figures' command: `--results results-pretrained results`."""
+    first = tmp_path / "first"
+    shutil.copytree(results / "ablation_lr", first / "ablation_lr")
+    out = tmp_path / "figs"
+    assert figures_main(["--only", "fig5a", "fig5c", "fig5d", "--results", str(first),
+                         str(results), "--out", str(out)]) == 0
+    lines = capsys.readouterr()
+    assert f"drawn from first/ablation_lr" in lines.out       # from the first folder
+    assert f"drawn from results/scalability" in lines.out     # only in the second
+    assert "skip fig5d" in lines.err and "noniid" in lines.err  # in neither: one skip line
+    assert figures_main(["--results", str(first), str(tmp_path / "none"),
+                         "--out", str(out)]) == 2
+    assert one_error_line(capsys) == f"error: --results={tmp_path / 'none'}: not a folder"

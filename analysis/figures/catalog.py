@@ -2,6 +2,10 @@
 
     python -m analysis figures                                  # everything that has results
     python -m analysis figures --only fig5a --results results/ --out figures/
+    python -m analysis figures --results results-pretrained results   # the committed figures
+
+With several `--results` folders each study is read from the first one that stores it (the
+committed figures: the FCL studies rerun on the pretrained backbone, the others from results/).
 
 `--out` is checked writable before anything is read. Then every study the chosen figures read
 is loaded (and checked against its manifest, `analysis/study_folder.py`) before any figure is
@@ -60,19 +64,27 @@ FIGURES: dict[str, Figure] = {
 }
 
 
-def load_studies(results: Path, names: list[str]) -> dict[str, Study | MissingStudy]:
-    """Every study these figures read, by name: the Study, or why it is not stored. A study
-    folder that is not whole raises SchemaError (the run is refused before anything is drawn)."""
+def load_studies(results: Path | list[Path], names: list[str]
+                 ) -> dict[str, Study | MissingStudy]:
+    """Every study these figures read, by name: the Study from the first of the `results`
+    folders that stores it, or why none does. A study folder that is not whole raises
+    SchemaError (the run is refused before anything is drawn)."""
+    folders = [results] if isinstance(results, Path) else list(results)
     loaded: dict[str, Study | MissingStudy] = {}
     for study_name in dict.fromkeys(s for name in names for s in FIGURES[name].studies):
-        try:
-            loaded[study_name] = load_study(results, study_name)
-        except MissingStudy as missing:
-            loaded[study_name] = missing
+        missing = []
+        for folder in folders:
+            try:
+                loaded[study_name] = load_study(folder, study_name)
+                break
+            except MissingStudy as why:
+                missing.append(str(why))
+        else:
+            loaded[study_name] = MissingStudy("; ".join(missing))
     return loaded
 
 
-def make_figure(name: str, results: Path, out: Path,
+def make_figure(name: str, results: Path | list[Path], out: Path,
                 loaded: dict[str, Study | MissingStudy] | None = None) -> tuple[Produced, Study]:
     """Draw one figure from the first stored study it reads (from `loaded` where given);
     MissingStudy if none is stored."""
@@ -97,14 +109,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
                                 epilog="figures: " + ", ".join(FIGURES))
     p.add_argument("--only", nargs="+", choices=sorted(FIGURES), metavar="NAME",
                    help="only these figures/tables (default: all)")
-    p.add_argument("--results", type=Path, default=Path("results"),
-                   help="folder with <study>/trials.parquet (default: results/)")
+    p.add_argument("--results", type=Path, nargs="+", default=[Path("results")],
+                   help="folders with <study>/trials.parquet, each study read from the first "
+                        "that has it (default: results/)")
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where PNG/PDF/Markdown/CSV go (default: figures/)")
     args = p.parse_args(argv)
     names = args.only or list(FIGURES)
-    problem = (None if args.results.is_dir() else f"--results={args.results}: not a folder"
-               ) or unwritable_folder(args.out, "--out")
+    problem = next((f"--results={r}: not a folder" for r in args.results if not r.is_dir()),
+                   None) or unwritable_folder(args.out, "--out")
     if problem is None:
         try:
             loaded = load_studies(args.results, names)
@@ -125,7 +138,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
             return EXIT_USAGE
         made += 1
         print(f"{name:<15} {study.name:<24} " + " ".join(str(p) for p in produced.paths)
-              + f"  ({study.drawn_from()})")
+              + f"  ({study.provenance})")
         if study.failed:
             print(f"note {name}: {study.failed} failed trial(s) of {study.name} left out",
                   file=sys.stderr)
