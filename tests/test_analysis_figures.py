@@ -237,7 +237,8 @@ def test_python_m_analysis_figures_runs_from_the_repo_root(study_results, tmp_pa
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "fig5c.png").is_file() and (tmp_path / "fig5c.pdf").is_file()
-    assert "(preset smoke · data set " in proc.stdout and "commit fixture)" in proc.stdout
+    assert "scalability · preset smoke · data set " in proc.stdout \
+        and "commit fixture)" in proc.stdout
 
 
 def test_one_command_line_refuses_an_unknown_command():
