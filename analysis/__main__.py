@@ -10,7 +10,8 @@ from fcl.cli_args import EXIT_USAGE
 # command -> the module whose `main(argv, prog)` runs it (imported only when chosen: the
 # dashboard needs no matplotlib, the figures no plotly)
 COMMANDS = {"figures": "analysis.figures.catalog", "dashboard": "analysis.dashboard.page",
-            "paired": "analysis.paired", "migrate": "analysis.migrate_results"}
+            "paired": "analysis.paired", "claims": "analysis.claims",
+            "migrate": "analysis.migrate_results"}
 USAGE = f"usage: python -m analysis {{{','.join(COMMANDS)}}} [flags]   (COMMAND --help for each)"
 
 
