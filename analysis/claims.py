@@ -41,12 +41,15 @@ SCALE = {"drift_mean": 1e3, "drift_peak": 1e3}      # cosine drift is printed in
 @dataclass(frozen=True)
 class Comparison:
     """`value` of setting `a` minus that of setting `b` (config key -> value as text; both on
-    top of `Claim.fixed`), claimed > 0 (`sign` +1) or < 0 (-1)."""
+    top of `Claim.fixed`), claimed > 0 (`sign` +1), < 0 (-1), or (`sign` 0) within `margin`
+    of 0 either way ("barely changes": holds where the whole interval is inside the margin,
+    does not hold where it is wholly outside)."""
     label: str
     value: str
     a: dict[str, str]
     b: dict[str, str]
     sign: int = 1
+    margin: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,8 @@ class Claim:
     fixed: dict[str, str] = field(default_factory=dict)
 
 
-def _c(label, value, a, b, sign=1) -> Comparison:
-    return Comparison(label, value, a, b, sign)
+def _c(label, value, a, b, sign=1, margin=0.0) -> Comparison:
+    return Comparison(label, value, a, b, sign, margin)
 
 
 ADAM, SGD = {"server.optimizer": "fedadam", "server.lr": "0.5"}, \
@@ -131,6 +134,18 @@ CLAIMS: tuple[Claim, ...] = (
           "78.51 vs 77.59",
           (_c("eta 0.1 - eta 1", "acc", {"server.lr": "0.1"}, {"server.lr": "1"}),),
           {"server.optimizer": "fedsgd"}),
+    Claim("Fig. 5e: stragglers cost little (p = 0.5 vs none, within 2 points)", "stragglers",
+          "accuracy barely changes with the straggler probability",
+          (_c("p 0.5 - p 0", "acc", {"participation.straggler_prob": "0.5"},
+              {"participation.straggler_prob": "0"}, sign=0, margin=2.0),)),
+    Claim("Fig. 5c: more clients hurt (the same images split N ways)", "scalability",
+          "accuracy falls as N grows",
+          (_c("N 5 - N 40", "acc", {"data.num_clients": "5"}, {"data.num_clients": "40"}),)),
+    Claim("Fig. 5d: a lower Dirichlet alpha hurts", "noniid", "accuracy falls as alpha falls",
+          (_c("IID - alpha 0.5", "acc", {"data.partition": "iid"},
+              {"data.partition": "dirichlet", "data.alpha": "0.5"}),
+           _c("alpha 8 - alpha 0.5", "acc", {"data.partition": "dirichlet", "data.alpha": "8"},
+              {"data.partition": "dirichlet", "data.alpha": "0.5"}))),
     Claim("Beyond: SCAFFOLD reduces the drops of FedAvg (async)", "drift_correction",
           "(named as the client-side alternative, not tested)",
           (_c("BWT_f SCAFFOLD - SGD", "bwt_f", {"client.algorithm": "scaffold"},
@@ -194,14 +209,25 @@ def compare(trials: pd.DataFrame, fixed: dict[str, str], c: Comparison
     return float(d.mean()), (t975(n - 1) * float(d.std()) / math.sqrt(n) if n > 1 else math.inf), n
 
 
-def verdict(results: list[tuple[float, float, int]], signs: list[int]) -> str:
-    lows = [(m - h) * s for (m, h, n), s in zip(results, signs) if n]
-    highs = [(m + h) * s for (m, h, n), s in zip(results, signs) if n]
-    if any(hi < 0 for hi in highs):
+def verdict(results: list[tuple[float, float, int]], signs: list[int],
+            margins: list[float] | None = None) -> str:
+    """HOLDS / FAILS / OPEN from each comparison's (mean, 95% half-width, seeds) and its
+    claimed sign (0: within its margin of 0)."""
+    holds, fails = [], []
+    for (m, h, n), s, margin in zip(results, signs, margins or [0.0] * len(results)):
+        if not n:
+            holds.append(False)
+            continue
+        lo, hi = m - h, m + h
+        if s == 0:
+            holds.append(-margin < lo and hi < margin)
+            fails.append(hi < -margin or lo > margin)
+        else:
+            holds.append(lo * s > 0 if s > 0 else hi * s > 0)
+            fails.append(hi < 0 if s > 0 else lo > 0)
+    if any(fails):
         return FAILS
-    if len(lows) == len(results) and all(lo > 0 for lo in lows):
-        return HOLDS
-    return OPEN
+    return HOLDS if all(holds) else OPEN
 
 
 def judge(claim: Claim, folder: Path, cache: dict) -> str:
@@ -222,7 +248,9 @@ def judge(claim: Claim, folder: Path, cache: dict) -> str:
         unit = " (x 1e-3)" if k != 1.0 else ""
         parts.append(f"{c.label}{unit} {m * k:+.2f} ± {h * k:.2f} ({n})" if n else
                      f"{c.label}: not run")
-    return "; ".join(parts) + f": **{verdict(results, [c.sign for c in claim.comparisons])}**"
+    judged = verdict(results, [c.sign for c in claim.comparisons],
+                     [c.margin for c in claim.comparisons])
+    return "; ".join(parts) + f": **{judged}**"
 
 
 def table(folders: list[Path]) -> str:

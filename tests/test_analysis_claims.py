@@ -43,3 +43,11 @@ def test_the_table_judges_every_claim_on_each_folder(tmp_path, capsys):
         assert cells[-1] == "not run"                       # tmp_path stores no study
         assert any(v in cells[-2] for v in (claims.HOLDS, claims.FAILS, claims.OPEN)), line
     assert claims.main(["--results", str(tmp_path / "none")]) == 2
+
+
+def test_a_barely_changes_claim_holds_only_inside_its_margin():
+    assert claims.verdict([(0.5, 1.0, 3)], [0], [2.0]) == claims.HOLDS
+    assert claims.verdict([(1.5, 1.0, 3)], [0], [2.0]) == claims.OPEN
+    assert claims.verdict([(-3.5, 1.0, 3)], [0], [2.0]) == claims.FAILS
+    assert claims.verdict([(-1.0, 0.5, 3)], [-1]) == claims.HOLDS
+    assert claims.verdict([(1.0, 0.5, 3)], [-1]) == claims.FAILS
