@@ -255,7 +255,7 @@ def judge(claim: Claim, folder: Path, cache: dict) -> str:
 
 def table(folders: list[Path]) -> str:
     cache: dict = {}
-    head = "| claim | study | paper | " + " | ".join(f"`{f.name}/`" for f in folders) + " |"
+    head = "| claim | study | paper | " + " | ".join(f"`{f}`" for f in folders) + " |"
     lines = [head, "|" + "---|" * (3 + len(folders))]
     for claim in CLAIMS:
         cells = [judge(claim, f, cache) for f in folders]
