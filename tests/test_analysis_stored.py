@@ -1,7 +1,8 @@
-"""The stored results (results/) against what analysis/ makes of them: the committed figures'
-tables rewritten byte for byte, a manifest per stored study that matches its files and its
-trials, and the migration that wrote those manifests rebuilding them exactly. Reads results/
-and figures/, writes only under tmp_path."""
+"""The stored results (results/: the random frozen backbone; results-pretrained/: the FCL
+studies rerun on the pretrained one) against what analysis/ makes of them: the committed figures'
+tables rewritten byte for byte by the command README gives, a manifest per stored study that
+matches its files and its trials, and the migration that wrote results/'s manifests rebuilding
+them exactly. Reads results*/ and figures/, writes only under tmp_path."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,13 +17,23 @@ from analysis.study_tables import load_study
 from fcl.manifest import read_manifest, verify
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS, FIGURES = REPO / "results", REPO / "figures"
+RESULTS, PRETRAINED, FIGURES = REPO / "results", REPO / "results-pretrained", REPO / "figures"
+# the committed figures read each study from the first of these folders that stores it
+FIGURE_SOURCES = (PRETRAINED, RESULTS)
 STORED = sorted(p.parent.name for p in RESULTS.glob("*/trials.parquet"))
+STORED_FOLDERS = sorted(p.parent for p in (*RESULTS.glob("*/trials.parquet"),
+                                           *PRETRAINED.glob("*/trials.parquet"),
+                                           *PRETRAINED.glob("*/*/trials.parquet")))
+PRESET = {RESULTS: "cifar10-local", PRETRAINED: "cifar10-local-pretrained"}
+
+
+def source_of(study: str) -> Path:
+    return next(r for r in FIGURE_SOURCES if (r / study / "trials.parquet").is_file())
 
 
 def test_figures_rewrite_the_committed_tables_and_csvs_byte_for_byte(tmp_path):
     """CSV and Markdown alike, the Markdown's last line saying what it was drawn from."""
-    assert figures_main(["--results", str(RESULTS), "--out", str(tmp_path)]) == 0
+    assert figures_main(["--results", *map(str, FIGURE_SOURCES), "--out", str(tmp_path)]) == 0
     committed = sorted(p.name for p in FIGURES.iterdir() if p.suffix in (".csv", ".md"))
     assert len(committed) == 19                 # 15 figures' CSVs, 4 tables' CSV + MD
     differ = [n for n in committed if (tmp_path / n).read_bytes() != (FIGURES / n).read_bytes()]
@@ -30,16 +41,17 @@ def test_figures_rewrite_the_committed_tables_and_csvs_byte_for_byte(tmp_path):
     for md in (p for p in FIGURES.glob("*.md")):
         study = {"table3": "optimizers", "table4": "optimizers", "flocora_table3":
                  "flocora_quantization", "drift_correction_table": "drift_correction"}[md.stem]
-        manifest = read_manifest(RESULTS / study)
+        source = source_of(study)
+        manifest = read_manifest(source / study)
         assert md.read_text().splitlines()[-1] == (
-            f"drawn from results/{study} · preset {manifest.preset} · data set "
+            f"drawn from {source.name}/{study} · preset {manifest.preset} · data set "
             f"{manifest.dataset} · commit {manifest.fcl_git}")
     assert not [p for p in FIGURES.glob("*.csv") if "drawn from" in p.read_text()]
 
 
-@pytest.mark.parametrize("name", STORED)
-def test_each_stored_study_has_a_manifest_matching_its_files_and_trials(name):
-    folder = RESULTS / name
+@pytest.mark.parametrize("folder", STORED_FOLDERS, ids=lambda p: str(p.relative_to(REPO)))
+def test_each_stored_study_has_a_manifest_matching_its_files_and_trials(folder):
+    name = folder.name
     manifest = read_manifest(folder)
     assert manifest is not None and manifest.study == name
     assert verify(folder, manifest) == []
@@ -63,9 +75,10 @@ def test_the_migration_rebuilds_the_committed_manifests():
 
 
 def test_every_dashboard_view_of_the_stored_studies_says_what_it_was_drawn_from():
-    for name in STORED:
-        study = load_study(RESULTS, name)
+    for folder in STORED_FOLDERS:
+        study = load_study(folder.parent, folder.name)
+        preset = PRESET[PRETRAINED if PRETRAINED in folder.parents else RESULTS]
         for view in study_views(study):
-            assert view.source == (f"preset cifar10-local · data set cifar10 · commit "
-                                   f"{study.manifest.fcl_git}"), name
+            assert view.source == (f"preset {preset} · data set cifar10 · commit "
+                                   f"{study.manifest.fcl_git}"), folder
             assert view.charts and view.doc == study.doc != ""
