@@ -246,7 +246,7 @@ def test_one_command_line_refuses_an_unknown_command():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("error: plots: not a command; allowed: figures, dashboard, "
-                                   "paired, migrate")
+                                   "paired, claims, migrate")
 
 
 def test_a_study_reads_its_manifest_and_states_what_it_was_drawn_from(study_results):

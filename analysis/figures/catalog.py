@@ -1,11 +1,12 @@
 """Regenerate the papers' figures and tables from stored study results (Parquet only).
 
-    python -m analysis figures                                  # everything that has results
-    python -m analysis figures --only fig5a --results results/ --out figures/
-    python -m analysis figures --results results-pretrained results   # the committed figures
+    python -m analysis figures                                  # the committed figures/
+    python -m analysis figures --only fig5a --results results/ --out /tmp/figs
 
-With several `--results` folders each study is read from the first one that stores it (the
-committed figures: the FCL studies rerun on the pretrained backbone, the others from results/).
+With several `--results` folders each study is read from the first one that stores it. The
+default is the committed figures' sources, `results-pretrained results` (the FCL studies rerun on
+the pretrained backbone, the others from results/; just `results` where there is no
+results-pretrained/), so that the bare command redraws figures/ as committed.
 
 `--out` is checked writable before anything is read. Then every study the chosen figures read
 is loaded (and checked against its manifest, `analysis/study_folder.py`) before any figure is
@@ -27,6 +28,11 @@ from analysis.figures.files import Produced, save_data_csv
 from analysis.output_paths import unwritable_folder
 from analysis.study_tables import MissingStudy, SchemaError, Study, load_study
 from fcl.cli_args import EXIT_USAGE
+
+
+# the committed figures' sources, in order (results-pretrained/: the FCL studies on the
+# pretrained frozen backbone); where only results/ is there, the figures come from it
+DEFAULT_RESULTS = (Path("results-pretrained"), Path("results"))
 
 
 @dataclass(frozen=True)
@@ -109,13 +115,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
                                 epilog="figures: " + ", ".join(FIGURES))
     p.add_argument("--only", nargs="+", choices=sorted(FIGURES), metavar="NAME",
                    help="only these figures/tables (default: all)")
-    p.add_argument("--results", type=Path, nargs="+", default=[Path("results")],
+    p.add_argument("--results", type=Path, nargs="+", default=None,
                    help="folders with <study>/trials.parquet, each study read from the first "
-                        "that has it (default: results/)")
+                        "that has it (default: results-pretrained results, as figures/ is "
+                        "drawn)")
     p.add_argument("--out", type=Path, default=Path("figures"),
                    help="where PNG/PDF/Markdown/CSV go (default: figures/)")
     args = p.parse_args(argv)
     names = args.only or list(FIGURES)
+    if args.results is None:
+        args.results = [p for p in DEFAULT_RESULTS if p.is_dir()] or [Path("results")]
     problem = next((f"--results={r}: not a folder" for r in args.results if not r.is_dir()),
                    None) or unwritable_folder(args.out, "--out")
     if problem is None:
