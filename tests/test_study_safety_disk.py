@@ -90,26 +90,27 @@ def test_resume_repairs_a_truncated_state_from_the_drivers_copy_or_refuses(tmp_p
     full-disk stop, or refuses in one line naming --fresh."""
     from fcl.config import ConfigError
     from fcl.tune import disk_full
-    from fcl.tune.state import ensure_whole, remove_experiment
+    from fcl.tune.disk_full import ensure_resumable
+    from fcl.tune.state import remove_experiment
     path = tmp_path / ".tune" / "s"
     path.mkdir(parents=True)
     whole = '{"trial_data": [1, 2]}'
     (path / "experiment_state-2026-01-01.json").write_text('{"trial_data": [1')
     with pytest.raises(ConfigError, match="does not read back whole.*--fresh"):
-        ensure_whole("s", str(path))
+        ensure_resumable("s", str(path))
     staging = tmp_path / "staging"
     staging.mkdir()
     (staging / "experiment_state-2026-01-01.json").write_text(whole)
     kept = disk_full.stash(str(staging), str(path))
     assert kept == disk_full.stash_folder(str(path)) and os.path.isdir(kept)
-    ensure_whole("s", str(path))
+    ensure_resumable("s", str(path))
     assert (path / "experiment_state-2026-01-01.json").read_text() == whole
     assert not os.path.exists(kept)                   # used up: a later damage is refused
-    ensure_whole("s", str(path))                      # whole: nothing to do
+    ensure_resumable("s", str(path))                      # whole: nothing to do
     (path / "tuner.pkl").write_text("older")          # whole but older than the stop's copy
     (staging / "tuner.pkl").write_text("newer")
     disk_full.stash(str(staging), str(path))
-    ensure_whole("s", str(path))
+    ensure_resumable("s", str(path))
     assert (path / "tuner.pkl").read_text() == "newer" and not os.path.exists(kept)
     disk_full.stash(str(staging), str(path))
     remove_experiment(str(path))                      # --fresh drops the copy too

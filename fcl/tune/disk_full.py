@@ -22,7 +22,7 @@ Even the second reserve can be too small (Tune's experiment state grows with the
 trial's actor may still write after Tune stopped; seen in CI: a 256 KiB disk, a 40 KiB state,
 "1 trials finished" after `--resume`, exit 0). So that copy is first kept on the driver's disk
 too (`stash_folder`), and `--resume` repairs a state that does not read back from it
-(`fcl.tune.state.ensure_whole`) or refuses in one line; it never lets Tune restart the study
+(`ensure_resumable`, called by `fcl.tune.state`) or refuses in one line; it never lets Tune restart the study
 with the trials it lost.
 """
 from __future__ import annotations
@@ -40,6 +40,7 @@ from collections.abc import Iterator
 
 from ray import tune
 
+from fcl.config import ConfigError
 from fcl.tune.progress import filtered_ray_logs
 
 NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28")
@@ -164,6 +165,34 @@ def newest_state_reads_back(folder: str) -> bool:
     except OSError:
         return False
     return bool(names) and _reads_back(os.path.join(folder, max(names)))
+
+
+def ensure_resumable(name: str, path: str) -> None:
+    """Before `--resume`: Tune's experiment state in `path` is restored from the driver's copy
+    of a full-disk stop where there is one (`stash_folder`: kept only when
+    restoring it at the stop failed, so it is the newest whole state), else must read back, or
+    the resume is refused: Tune, failing to read it, would log a traceback and restart the
+    study with only the trials it still finds, then report success over the rows it lost."""
+    if "://" in path:
+        return
+    kept = stash_folder(path)
+    if newest_state_reads_back(kept) and restore_experiment_state(kept, path):
+        shutil.rmtree(kept, ignore_errors=True)
+        print(f"restored Tune's experiment state of study {name} from {kept} (the copy kept "
+              "when its disk filled up)", file=sys.stderr)
+        return
+    if newest_state_reads_back(path):
+        return
+    raise ConfigError("--resume", "on", f"Tune's experiment state of study {name} in {path} "
+                      "does not read back whole (a disk that filled up, or a copy cut short) "
+                      "and there is no whole copy to restore it from",
+                      "--fresh to run the study again from the start")
+
+
+def drop_stash(path: str) -> None:
+    """Forget the driver's copy of a study's state (`--fresh` discards the study)."""
+    if "://" not in path:
+        shutil.rmtree(stash_folder(path), ignore_errors=True)
 
 
 def _reads_back(path: str) -> bool:

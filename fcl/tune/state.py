@@ -32,9 +32,7 @@ import datetime
 import fcntl
 import json
 import os
-import shutil
 import socket
-import sys
 import time
 from dataclasses import dataclass
 from collections.abc import Iterator
@@ -113,30 +111,8 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
     if manifest is not None and not (opts.resume and state.can_restore):
         check_results(os.path.join(opts.results, name), manifest)
     if opts.resume and state.can_restore:
-        ensure_whole(name, path)
+        disk_full.ensure_resumable(name, path)
     return state
-
-
-def ensure_whole(name: str, path: str) -> None:
-    """Before `--resume`: Tune's experiment state in `path` is restored from the driver's copy
-    of a full-disk stop where there is one (`fcl.tune.disk_full.stash_folder`: kept only when
-    restoring it at the stop failed, so it is the newest whole state), else must read back, or
-    the resume is refused: Tune, failing to read it, would log a traceback and restart the
-    study with only the trials it still finds, then report success over the rows it lost."""
-    if "://" in path:
-        return
-    kept = disk_full.stash_folder(path)
-    if disk_full.newest_state_reads_back(kept) and disk_full.restore_experiment_state(kept, path):
-        shutil.rmtree(kept, ignore_errors=True)
-        print(f"restored Tune's experiment state of study {name} from {kept} (the copy kept "
-              "when its disk filled up)", file=sys.stderr)
-        return
-    if disk_full.newest_state_reads_back(path):
-        return
-    raise ConfigError("--resume", "on", f"Tune's experiment state of study {name} in {path} "
-                      "does not read back whole (a disk that filled up, or a copy cut short) "
-                      "and there is no whole copy to restore it from",
-                      "--fresh to run the study again from the start")
 
 
 COMPARED = ("preset", "dataset", "varying", "axes", "seeds")
@@ -227,8 +203,7 @@ def write_record(path: str, manifest: Manifest) -> None:
 
 def remove_experiment(path: str) -> None:
     """Tune's state of a study, and the driver's copy of it from a full-disk stop."""
-    if "://" not in path:
-        shutil.rmtree(disk_full.stash_folder(path), ignore_errors=True)
+    disk_full.drop_stash(path)
     fs, p = experiment_fs(path)
     if fs.get_file_info(p).type != pyarrow.fs.FileType.NotFound:
         fs.delete_dir(p)
