@@ -11,7 +11,7 @@ from ray.tune import ExperimentAnalysis
 
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, nodes, trackers
-from fcl.tune.ray_private import tolerate_deleted_checkpoints
+from fcl.tune.ray_private import rotate_checkpoints_safely
 from fcl.tune.cost import CPU_SAMPLES_PER_S, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
@@ -26,7 +26,7 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
                table: bool = False, callbacks: list | None = None) -> tune.Tuner:
     """`callbacks`: more Tune callbacks for a new study (a resumed one runs those it had)."""
     name, opts = plan.name, plan.opts
-    tolerate_deleted_checkpoints()           # a restored Tuner too: it is where this bit
+    rotate_checkpoints_safely()              # a restored Tuner too: it is where this bit
     trainable = bound_trainable(plan, res)
     if opts.resume and state.can_restore:
         print(f"resuming study {name} from {state.path}: "
@@ -81,7 +81,7 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
 def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = None,
                extra: list | None = None) -> tune.RunConfig:
     opts = plan.opts
-    tolerate_deleted_checkpoints()
+    rotate_checkpoints_safely()
     return tune.RunConfig(
         name=plan.name, storage_path=state.storage, verbose=1,
         progress_reporter=progress or progress_reporter(plan.space, plan.study.searcher),
@@ -90,8 +90,8 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # two: a driver killed between a trial's new checkpoint and its experiment snapshot
         # resumes from the previous one, which must still exist (with one, Tune had already
-        # deleted it: "Could not recover from checkpoint", seen here under load); the one
-        # before may be gone already, which `tolerate_deleted_checkpoints` lets Tune accept
+        # deleted it: "Could not recover from checkpoint", seen here under load); and no
+        # deletion before the snapshot that drops it has landed: `rotate_checkpoints_safely`
         checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
 
 
