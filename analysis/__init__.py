@@ -1,13 +1,13 @@
 """Figures, tables and the dashboard, from the stored study results only (Parquet and the study
 manifest); never trains, never imports Ray (`migrate` aside, which reads the study scripts).
 
-    python -m analysis figures [--only NAME ...] [--results results-pretrained results] [--out figures/]
+    python -m analysis figures [--only NAME ...] [--results FOLDER ...] [--out figures/]
     python -m analysis dashboard [--results results/] [--out dashboard.html]
     python -m analysis paired STUDY --ref KEY=VALUE ... [--value acc bwt_f]
     python -m analysis claims [--results results results-pretrained ...]
     python -m analysis migrate [results/]
 
 `study_tables` reads a study (`Study`), `seed_stats` aggregates over seeds, `labels` names
-values for display; `claims` judges the papers' claims per results folder; `figures/` draws the papers' figures (matplotlib), `dashboard/` the
-interactive page (plotly).
+values for display; `claims` judges the papers' claims per results folder; `figures/` draws
+the papers' figures (matplotlib), `dashboard/` the interactive page (plotly).
 """

@@ -21,9 +21,9 @@ staging folder, complete) is then copied over the storage's, file by file, atomi
 Even the second reserve can be too small (Tune's experiment state grows with the trials, and a
 trial's actor may still write after Tune stopped; seen in CI: a 256 KiB disk, a 40 KiB state,
 "1 trials finished" after `--resume`, exit 0). So that copy is first kept on the driver's disk
-too (`stash_folder`), and `--resume` repairs a state that does not read back from it
-(`ensure_resumable`, called by `fcl.tune.state`) or refuses in one line; it never lets Tune restart the study
-with the trials it lost.
+too (`stash_folder`), and `--resume` repairs the storage's state from it, or refuses in one
+line a state that does not read back (`ensure_resumable`, called by `fcl.tune.state`); it
+never lets Tune restart the study with the trials it lost.
 """
 from __future__ import annotations
 
@@ -169,10 +169,10 @@ def newest_state_reads_back(folder: str) -> bool:
 
 def ensure_resumable(name: str, path: str) -> None:
     """Before `--resume`: Tune's experiment state in `path` is restored from the driver's copy
-    of a full-disk stop where there is one (`stash_folder`: kept only when
-    restoring it at the stop failed, so it is the newest whole state), else must read back, or
-    the resume is refused: Tune, failing to read it, would log a traceback and restart the
-    study with only the trials it still finds, then report success over the rows it lost."""
+    of a full-disk stop where there is one (`stash_folder`: kept only when restoring it at the
+    stop failed, so it is the newest whole state), else must read back, or the resume is
+    refused: Tune, failing to read it, would log a traceback and restart the study with only
+    the trials it still finds, then report success over the rows it lost."""
     if "://" in path:
         return
     kept = stash_folder(path)

@@ -11,11 +11,11 @@ from ray.tune import ExperimentAnalysis
 
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, nodes, trackers
-from fcl.tune.ray_private import rotate_checkpoints_safely
 from fcl.tune.cost import CPU_SAMPLES_PER_S, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import LineReporter, Reporter
+from fcl.tune.ray_private import rotate_checkpoints_safely
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
 from fcl.tune.space import Space, complete_variants, display_columns, grid_points
 from fcl.tune.state import TuneState
@@ -26,7 +26,7 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
                table: bool = False, callbacks: list | None = None) -> tune.Tuner:
     """`callbacks`: more Tune callbacks for a new study (a resumed one runs those it had)."""
     name, opts = plan.name, plan.opts
-    rotate_checkpoints_safely()              # a restored Tuner too: it is where this bit
+    rotate_checkpoints_safely()              # a restored Tuner too: resuming is where it bit
     trainable = bound_trainable(plan, res)
     if opts.resume and state.can_restore:
         print(f"resuming study {name} from {state.path}: "
