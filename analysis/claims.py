@@ -199,6 +199,7 @@ def compare(trials: pd.DataFrame, fixed: dict[str, str], c: Comparison
                 return pd.Series(dtype=float)
             rows &= matches(trials[key], text)
         chosen = trials[rows]
+        # several trials per seed: the claim's keys do not pick one setting; read as not run
         if c.value not in chosen.columns or not chosen["seed"].is_unique:
             return pd.Series(dtype=float)
         return chosen.set_index("seed")[c.value]
