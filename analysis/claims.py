@@ -167,8 +167,8 @@ def with_round_values(study) -> pd.DataFrame:
     rounds_path, tasks_path = study.folder / "rounds.parquet", study.folder / "tasks.parquet"
     if rounds_path.is_file():
         rounds = pd.read_parquet(rounds_path, columns=["trial_id", "round", "cos_head"])
-        q = trials.set_index("trial_id")["rounds"] // trials.set_index("trial_id")[
-            "data.num_tasks"]
+        by_id = trials.set_index("trial_id")
+        q = by_id["rounds"] // by_id["data.num_tasks"]            # rounds per phase
         later = rounds[rounds["round"] >= rounds["trial_id"].map(q)]
         trials["drift_peak"] = trials["trial_id"].map(later.groupby("trial_id")["cos_head"].max())
     if tasks_path.is_file():

@@ -26,7 +26,7 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
                table: bool = False, callbacks: list | None = None) -> tune.Tuner:
     """`callbacks`: more Tune callbacks for a new study (a resumed one runs those it had)."""
     name, opts = plan.name, plan.opts
-    rotate_checkpoints_safely()              # a restored Tuner too: resuming is where it bit
+    rotate_checkpoints_safely()              # new and restored Tuners: resuming is where it bit
     trainable = bound_trainable(plan, res)
     if opts.resume and state.can_restore:
         print(f"resuming study {name} from {state.path}: "
@@ -81,7 +81,6 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
 def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = None,
                extra: list | None = None) -> tune.RunConfig:
     opts = plan.opts
-    rotate_checkpoints_safely()
     return tune.RunConfig(
         name=plan.name, storage_path=state.storage, verbose=1,
         progress_reporter=progress or progress_reporter(plan.space, plan.study.searcher),
