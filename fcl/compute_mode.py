@@ -12,7 +12,9 @@
 
 Whether either is faster depends on the hardware: bf16 needs native bfloat16 kernels (a CPU
 with AVX512-BF16 or AMX, or a GPU); on an AVX2-only CPU it is several times slower than fp32,
-and a warning says so when a run starts. `auto` picks bf16 only where it is native. See README,
+and a warning says so when a run starts. `auto` picks bf16 only where it is native. NHWC paid
+on the CPU with native bf16 (1.23-1.89x in fp32, 1.15-1.2x over NCHW bf16) and lost on an
+AVX2-only one (0.77-0.99x), so `run.channels_last=auto` follows the same test. See README,
 Benchmark.
 """
 from __future__ import annotations
@@ -49,6 +51,16 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return "bf16" if native else "fp32"
 
 
+def resolve_channels_last(setting: str, device: torch.device) -> bool:
+    """`run.channels_last` as run on `device`: `auto` is NHWC on a CUDA GPU (torch's advice for
+    its convolutions, not measured here: no GPU was lent) and on a CPU with native bfloat16
+    kernels (`fcl bench` there: NHWC 1.23-1.89x NCHW in fp32, bf16+NHWC 1.15-1.20x bf16), NCHW
+    on other CPUs (an AVX2-only CPU: 0.77-0.99x)."""
+    if setting != "auto":
+        return setting == "true"
+    return device.type == "cuda" or (device.type == "cpu" and native_cpu_bf16())
+
+
 # eval.batch_size=auto, per device type: on a CPU the activations of a batch should stay in
 # cache (1024 x 16 x 32 x 32 floats of one resnet_tiny layer are 64 MiB); a GPU wants large
 # batches. Measured: benchmarks/eval_speed.py (README, Benchmark).
@@ -83,11 +95,16 @@ class ComputeMode:
             warnings.warn("run.precision=bf16: this CPU has no native bfloat16 kernels (oneDNN "
                           "reports none, e.g. AVX2 only); bf16 runs several times slower than "
                           "fp32 here", RuntimeWarning, stacklevel=2)
-        return cls(device, dtype, cfg.channels_last)
+        return cls(device, dtype, resolve_channels_last(cfg.channels_last, device))
 
     @property
     def precision(self) -> str:
         return next(k for k, v in AUTOCAST_DTYPES.items() if v == self.autocast_dtype)
+
+    @property
+    def layout(self) -> str:
+        """The summary's name of the memory format: nhwc or nchw."""
+        return "nhwc" if self.channels_last else "nchw"
 
     @property
     def memory_format(self) -> torch.memory_format:

@@ -47,6 +47,10 @@ POSITIVE = dict(check=lambda v: v > 0, allowed="> 0")
 NON_NEGATIVE = dict(check=lambda v: v >= 0, allowed=">= 0")
 PROBABILITY = dict(check=lambda v: 0 <= v < 1, allowed="0 <= p < 1")
 BETA = dict(check=lambda v: 0 <= v < 1, allowed="0 <= beta < 1")
+# the words of a bool, for a field that takes `auto` too (run.channels_last); a Python bool
+# given for such a field reads as its word
+BOOL_WORDS = {**dict.fromkeys(("true", "1", "yes", "on"), "true"),
+              **dict.fromkeys(("false", "0", "no", "off"), "false")}
 
 
 @dataclass(frozen=True)
@@ -239,9 +243,14 @@ class RuntimeConfig:
                                  "bf16 autocast (weights, gradients, server state and messages "
                                  "stay float32), or auto = bf16 where the device has native "
                                  "bfloat16 kernels, else fp32", choices=("fp32", "bf16", "auto"))
-    channels_last: bool = opt(False, "images and 4-D weights in channels_last memory format "
-                                     "(same values; faster convolutions on GPUs, slower on an "
-                                     "AVX2 CPU: README, Benchmark)")
+    channels_last: str = opt("false", "images and 4-D weights in channels_last (NHWC) memory "
+                                      "format (same values, other convolution kernels): true, "
+                                      "false, or auto = NHWC on a CPU with native bfloat16 "
+                                      "kernels (measured 1.2-1.9x) and on a CUDA GPU (torch's "
+                                      "advice, not measured here), NCHW on other CPUs (AVX2: "
+                                      "0.77-0.99x; README, Benchmark)",
+                              choices=("auto", "true", "false"),
+                              aliases={**BOOL_WORDS, "auto": "auto"})
     client_batching: bool = opt(False, "clients of the same task in the same round train together "
                                        "in one vmapped step (torch.func); falls back to one by "
                                        "one where it cannot (fcl/federated/batched_clients.py)")
@@ -329,7 +338,8 @@ def parse_field(key: str, raw: Any, typ: type, meta: dict) -> Any:
     """`parse_value`, with the field's aliases (words for values) and its allowed values in
     the error of a value that is neither."""
     aliases = meta.get("aliases") or {}
-    word = raw.strip().lower() if isinstance(raw, str) else None
+    word = (raw.strip().lower() if isinstance(raw, str)
+            else str(raw).lower() if isinstance(raw, bool) else None)
     if word in aliases:
         return aliases[word]
     try:

@@ -136,6 +136,7 @@ class Plan:
     full_nbytes: list[int]           # per task: one full-model float32 FedAvg message
     device: str = "cpu"              # where it computes, and in which precision (the summary's)
     precision: str = "fp32"
+    layout: str = "nchw"             # run.channels_last resolved: nhwc or nchw
     eval_batch: int = 1024           # eval.batch_size resolved for the device (auto: 0)
     eval_channels_last: bool = False  # evaluation batches in NHWC (compute_mode)
 
@@ -155,6 +156,7 @@ class Plan:
             due=frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
             full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
             device=str(device), precision=compute.precision if compute is not None else "fp32",
+            layout=compute.layout if compute is not None else "nchw",
             eval_batch=eval_batch_size(cfg.eval.batch_size, device),
             eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
                                                   device))
@@ -482,7 +484,7 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
         samples_per_s=totals.samples / wall if wall > 0 else math.nan,
         drift_mean=totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
         trainable_params_per_task=sum(t.numel() for t in state.tasks[0].params.values()),
-        device=plan.device, precision=plan.precision)
+        device=plan.device, precision=plan.precision, layout=plan.layout)
 
 def head_weights(trainable: list[str]) -> list[str]:
     """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""

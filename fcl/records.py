@@ -85,6 +85,7 @@ class RunSummary(Record):
     trainable_params_per_task: int
     device: str
     precision: str
+    layout: str            # memory format the convolutions ran in: nchw or nhwc
 
 
 PANDAS_TYPES = {int: "int64", float: "float64", bool: "bool", str: "string"}

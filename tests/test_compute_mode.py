@@ -96,6 +96,39 @@ def test_the_run_summary_says_which_precision_ran():
     assert res.summary["precision"] == ("bf16" if native else "fp32")
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_channels_last_is_nhwc_where_bf16_is_native_and_on_cuda(monkeypatch, native):
+    import fcl.compute_mode
+    from fcl.compute_mode import resolve_channels_last
+    monkeypatch.setattr(fcl.compute_mode, "native_cpu_bf16", lambda: native)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert resolve_channels_last("auto", cpu) is native
+    assert resolve_channels_last("auto", cuda) is True
+    for device in (cpu, cuda):
+        assert resolve_channels_last("true", device) is True
+        assert resolve_channels_last("false", device) is False
+    mode = ComputeMode.from_config(RuntimeConfig(channels_last="auto"), cpu)
+    assert mode.channels_last is native and mode.layout == ("nhwc" if native else "nchw")
+
+
+def test_the_run_summary_says_which_layout_ran():
+    data = synthetic_data([20, 20, 20])
+    assert run_with(data)[0].summary["layout"] == "nchw"
+    assert run_with(data, channels_last="true")[0].summary["layout"] == "nhwc"
+    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    auto = run_with(data, channels_last="auto")[0].summary["layout"]
+    assert auto == ("nhwc" if native else "nchw")
+
+
+def test_the_cifar10_presets_take_the_layout_and_precision_from_the_device():
+    for name in ("cifar10-local", "cifar10-local-pretrained", "cifar10-gpu"):
+        cfg = preset(name)
+        assert (cfg.run.precision, cfg.run.channels_last) == ("auto", "auto"), name
+    # the presets whose stored studies ran NCHW keep it
+    for name in ("local", "flocora-local", "flocora-cifar10-local", "smoke"):
+        assert preset(name).run.channels_last == "false", name
+
+
 @pytest.mark.parametrize("device, batch", [("cpu", 256), ("cuda", 1024)])
 def test_auto_eval_batch_is_the_devices_and_a_number_stays(device, batch):
     from fcl.compute_mode import eval_batch_size

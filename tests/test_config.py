@@ -116,3 +116,19 @@ def test_an_error_is_one_line_whatever_the_value_holds():
     assert one_line("a\nb\x1ec\td") == "a\\nb\\x1ec\\td"
     e = ConfigError("data.root", "x\ny\u2028z", "no such file", "a path")
     assert str(e) == "data.root=x\\ny\\u2028z: no such file; allowed: a path"
+
+
+@pytest.mark.parametrize("raw, stored", [("auto", "auto"), ("AUTO", "auto"), ("true", "true"),
+                                         ("yes", "true"), ("1", "true"), (True, "true"),
+                                         ("false", "false"), ("off", "false"), (False, "false")])
+def test_channels_last_takes_auto_and_the_words_of_a_bool(raw, stored):
+    """A Python bool reads as its word, so stored results that hold a bool column (the studies
+    before `auto`) and code that passes True/False give the same config."""
+    cfg = with_overrides(RunConfig(), {"run.channels_last": raw})
+    assert cfg.run.channels_last == stored and from_flat(cfg.to_flat()) == cfg
+
+
+def test_bad_channels_last_names_the_allowed_values():
+    with pytest.raises(ConfigError) as e:
+        with_overrides(RunConfig(), {"run.channels_last": "nhwc"})
+    assert str(e.value) == "run.channels_last=nhwc: unknown value; allowed: auto, true, false"
