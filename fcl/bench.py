@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from fcl.compute_mode import ComputeMode, eval_batch_size, eval_channels_last
 from fcl.config import RunConfig
-from fcl.engine import evaluate, prepare_data, resolve_device, run
+from fcl.engine import evaluate, model_activation_bytes, prepare_data, resolve_device, run
 from fcl.models.factory import build_model
 from fcl.presets import preset
 
@@ -114,7 +114,8 @@ def bare_loop(cfg: RunConfig, data, samples: int, evaluations: int = 0) -> float
             loss.backward()
             opt.step()
             done += len(idx)
-    batch = eval_batch_size(cfg.eval.batch_size, compute.device)
+    batch = eval_batch_size(cfg.eval.batch_size, compute.device,
+                            lambda: model_activation_bytes(model, data))
     nhwc = eval_channels_last(compute.channels_last, compute.device)
     for _ in range(evaluations):
         evaluate(model, data, batch, forward, nhwc)

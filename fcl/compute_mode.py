@@ -61,15 +61,50 @@ def resolve_channels_last(setting: str, device: torch.device) -> bool:
     return device.type == "cuda" or (device.type == "cpu" and native_cpu_bf16())
 
 
-# eval.batch_size=auto, per device type: on a CPU the activations of a batch should stay in
-# cache (1024 x 16 x 32 x 32 floats of one resnet_tiny layer are 64 MiB); a GPU wants large
-# batches. Measured: benchmarks/eval_speed.py (README, Benchmark).
-AUTO_EVAL_BATCH = {"cpu": 256, "cuda": 1024}
+# eval.batch_size=auto. A GPU wants large batches. On a CPU a batch is fastest while its largest
+# activation stays in cache: the largest power of two whose biggest fp32 activation fits 8 MiB
+# (a quarter of the 32 MiB L3 of the 2-core EPYC measured; benchmarks/eval_speed.py, README,
+# Benchmark): ResNet-8 (64 x 32 x 32 floats an image) gets 32, 2.3x the images/s of 1024 in
+# fp32 at 2 threads; cifar10-local's resnet_tiny at width 16 gets 128, 1.27x at 1 thread.
+CPU_EVAL_BUDGET_BYTES = 8 * 2**20
+CPU_EVAL_BATCH_RANGE = (8, 1024)
+GPU_EVAL_BATCH = 1024
 
 
-def eval_batch_size(batch_size: int, device: torch.device) -> int:
-    """`eval.batch_size` as evaluated on `device`: 0 (auto) is the device's measured best."""
-    return batch_size or AUTO_EVAL_BATCH.get(device.type, 1024)
+def largest_activation_bytes(forward: Callable[[torch.Tensor], object],
+                             image: torch.Tensor) -> int:
+    """Bytes (as float32) of the largest tensor any module returns while `forward` runs on one
+    image (a batch of 1), the image included. A global forward hook sees every module called,
+    also those a model calls through a swap."""
+    largest = [image[:1].numel() * 4]
+
+    def hook(module, args, out):
+        if isinstance(out, torch.Tensor):
+            largest[0] = max(largest[0], out.numel() * 4)
+
+    handle = nn.modules.module.register_module_forward_hook(hook)
+    try:
+        with torch.inference_mode():
+            forward(image[:1])
+    finally:
+        handle.remove()
+    return largest[0]
+
+
+def eval_batch_size(batch_size: int, device: torch.device,
+                    image_bytes: Callable[[], int] | None = None) -> int:
+    """`eval.batch_size` as evaluated on `device`: 0 (auto) is 1024 on a GPU and, on a CPU,
+    the largest power of two in 8..1024 whose largest activation (`image_bytes()`: one image's,
+    `largest_activation_bytes`) fits `CPU_EVAL_BUDGET_BYTES`; 256 without a model to measure."""
+    if batch_size:
+        return batch_size
+    if device.type != "cpu":
+        return GPU_EVAL_BATCH
+    if image_bytes is None:
+        return 256
+    low, high = CPU_EVAL_BATCH_RANGE
+    fits = max(CPU_EVAL_BUDGET_BYTES // max(image_bytes(), 1), 1)
+    return min(max(1 << (fits.bit_length() - 1), low), high)
 
 
 def eval_channels_last(channels_last: bool, device: torch.device) -> bool:

@@ -229,8 +229,9 @@ class EvalConfig:
                         "always)", **POSITIVE)
     batch_size: int = opt(1024, "evaluation batch size; auto (stored as 0) = the measured best "
                                 "of the device the run computes on (`fcl.compute_mode."
-                                "eval_batch_size`: 256 on a CPU, 1024 on a GPU; README, "
-                                "Benchmark)", check=lambda v: v >= 0,
+                                "eval_batch_size`: 1024 on a GPU; on a CPU the largest power "
+                                "of two whose largest activation fits 8 MiB, e.g. 32 for "
+                                "ResNet-8; README, Benchmark)", check=lambda v: v >= 0,
                           allowed="auto or a positive integer", aliases={"auto": 0})
 
 

@@ -50,7 +50,8 @@ import torch
 from torch import nn
 
 from fcl.communication import full_model_nbytes
-from fcl.compute_mode import ComputeMode, eval_batch_size, eval_channels_last
+from fcl.compute_mode import (ComputeMode, eval_batch_size, eval_channels_last,
+                               largest_activation_bytes)
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
@@ -157,7 +158,8 @@ class Plan:
             full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
             device=str(device), precision=compute.precision if compute is not None else "fp32",
             layout=compute.layout if compute is not None else "nchw",
-            eval_batch=eval_batch_size(cfg.eval.batch_size, device),
+            eval_batch=eval_batch_size(cfg.eval.batch_size, device,
+                                       lambda: model_activation_bytes(model, data)),
             eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
                                                   device))
 
@@ -168,6 +170,17 @@ class Plan:
     @property
     def data(self) -> FederatedData:
         return self.trainer.data
+
+
+def model_activation_bytes(model: nn.Module, data: FederatedData) -> int:
+    """The largest activation of one test image of task 0 through the model in eval mode."""
+    training = model.training
+    model.eval()
+    try:
+        return largest_activation_bytes(lambda x: model(data.normalise(x), 0),
+                                        data.tasks[0].test_x)
+    finally:
+        model.train(training)
 
 
 def resolve_device(name: str) -> torch.device:

@@ -70,11 +70,12 @@ FLOCORA_RECIPE = {k: v for k, v in FLOCORA.items() if k not in FLOCORA_SIZES}
 
 # The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data holds torchvision's
 # cifar-10-batches-py (where its download with root=data puts it).
-# run.channels_last=auto: NHWC where bf16 is native (the 36-trial optimizers study in 3.9 min
-# instead of 6.4 on 2 such cores; README, Benchmark); the studies stored before it ran NCHW.
+# run.channels_last=auto: NHWC where bf16 is native, and eval.batch_size=auto: a batch whose
+# activations stay in cache on a CPU (README, Benchmark: the 36-trial optimizers study in under
+# 4 min on 2 such cores). The studies stored before these two ran NCHW at eval batch 1024.
 CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "data.num_clients": 5, "client.local_epochs": 2, "server.tau": 0.1, "eval.every": 5,
-           "run.precision": "auto", "run.channels_last": "auto"}
+           "run.precision": "auto", "run.channels_last": "auto", "eval.batch_size": "auto"}
 
 # Backbones `fcl pretrain` made, shipped in the package (fcl/weights/README.md: the command of
 # each); a preset names one by its absolute path, so a Tune worker finds it from any folder.

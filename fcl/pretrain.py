@@ -41,7 +41,7 @@ from fcl.cli_args import (
     config_from_args,
     write_failed,
 )
-from fcl.compute_mode import eval_batch_size
+from fcl.compute_mode import eval_batch_size, largest_activation_bytes
 from fcl.config import ClientConfig, ConfigError, RunConfig
 from fcl.data.federated import _first_per_class as first_per_class
 from fcl.data.image_dataset import ImageDataset
@@ -117,8 +117,10 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
               "weight_decay": weight_decay, "input_size": cfg.model.input_size,
               "skip_per_class": skip_per_class, "threads": cfg.run.threads,
               "train_loss": losses[-1] if losses else math.nan,
-              "test_acc": held_out_accuracy(backbone, head, data,
-                                            eval_batch_size(cfg.eval.batch_size, device)),
+              "test_acc": held_out_accuracy(backbone, head, data, eval_batch_size(
+                  cfg.eval.batch_size, device, lambda: largest_activation_bytes(
+                      lambda x: head(backbone.features(data.normalise(x))),
+                      data.tasks[0].test_x))),
               "classes": len(td.classes), "train_images": len(td.train_y),
               "wall_s": time.perf_counter() - t0}
     return backbone.cpu(), report

@@ -124,16 +124,36 @@ def test_the_cifar10_presets_take_the_layout_and_precision_from_the_device():
     for name in ("cifar10-local", "cifar10-local-pretrained", "cifar10-gpu"):
         cfg = preset(name)
         assert (cfg.run.precision, cfg.run.channels_last) == ("auto", "auto"), name
+        assert cfg.eval.batch_size == 0, name                   # auto
     # the presets whose stored studies ran NCHW keep it
     for name in ("local", "flocora-local", "flocora-cifar10-local", "smoke"):
         assert preset(name).run.channels_last == "false", name
 
 
-@pytest.mark.parametrize("device, batch", [("cpu", 256), ("cuda", 1024)])
-def test_auto_eval_batch_is_the_devices_and_a_number_stays(device, batch):
+@pytest.mark.parametrize("image_bytes, batch", [
+    (64 * 32 * 32 * 4, 32),        # ResNet-8's first layer: 256 KiB an image
+    (16 * 32 * 32 * 4, 128),       # cifar10-local's resnet_tiny at width 16
+    (100_000, 64),                 # not a power of two: the one below
+    (10, 1024), (10**9, 8)])       # clamped to 8..1024
+def test_auto_eval_batch_on_a_cpu_keeps_the_largest_activation_in_8_mib(image_bytes, batch):
     from fcl.compute_mode import eval_batch_size
-    assert eval_batch_size(0, torch.device(device)) == batch
-    assert eval_batch_size(64, torch.device(device)) == 64
+    assert eval_batch_size(0, torch.device("cpu"), lambda: image_bytes) == batch
+
+
+def test_auto_eval_batch_is_1024_on_a_gpu_and_a_number_stays():
+    from fcl.compute_mode import eval_batch_size
+    assert eval_batch_size(0, torch.device("cuda"), lambda: 1 / 0) == 1024   # nothing measured
+    for device in ("cpu", "cuda"):
+        assert eval_batch_size(64, torch.device(device), lambda: 1 / 0) == 64
+
+
+def test_largest_activation_counts_modules_called_inside_others():
+    from torch import nn
+    from fcl.compute_mode import largest_activation_bytes
+    net = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.Conv2d(64, 8, 3, padding=1))
+    image = torch.zeros(5, 3, 32, 32)
+    assert largest_activation_bytes(net, image) == 64 * 32 * 32 * 4   # one image, as float32
+    assert not nn.modules.module._global_forward_hooks               # the hook is gone
 
 
 @pytest.mark.parametrize("capability", ["AVX512", "AVX2"])

@@ -110,9 +110,12 @@ def test_evaluation_counts_are_the_same_at_every_batch_size_and_layout():
 
 
 def test_auto_eval_batch_is_resolved_for_the_device_and_keeps_the_numbers():
-    from fcl.compute_mode import AUTO_EVAL_BATCH
-    from fcl.engine import start
+    from fcl.compute_mode import eval_batch_size
+    from fcl.engine import model_activation_bytes, start
     auto = preset("smoke", {**FAST, "eval.batch_size": "auto", "run.device": "cpu"})
     plan, _ = start(auto)
-    assert auto.eval.batch_size == 0 and plan.eval_batch == AUTO_EVAL_BATCH["cpu"]
+    per_image = model_activation_bytes(plan.model, plan.data)
+    assert auto.eval.batch_size == 0 and plan.eval_batch == eval_batch_size(
+        0, torch.device("cpu"), lambda: per_image) < 1024
+    assert plan.model.training                      # the measuring pass left the mode as it was
     assert numbers(run(auto)) == numbers(run(preset("smoke", {**FAST, "run.device": "cpu"})))
