@@ -2,13 +2,15 @@
 3 seeds) at the `cifar10-local` preset, run into a temp folder.
 
     python benchmarks/optimizers_study.py [--set KEY=VALUE ...] [--keep DIR] [--compare DIR]
+                                          [--accuracy-only]
 
 Prints the study's wall time (driver start to export, Ray's start included), the trials' own
 mean wall time (`trials.parquet`'s `wall_s`: the trial function from its first round to its
 last), the rounds' share of it and the time outside the trials. `--keep DIR` copies
 trials.parquet and rounds.parquet there; `--compare DIR` checks every metric of every trial
-(same trial_id) against such a copy, bit for bit: same seeds -> same numbers. Not a timed test:
-a benchmark for a quiet machine (needs CIFAR-10 under data/: python
+(same trial_id) against such a copy, bit for bit (same seeds -> same numbers), and prints the
+accuracy check that a change meant to move the numbers needs (per cell, the seeds' mean ACC and
+BWT_f against the copy's). Not a timed test: a benchmark for a quiet machine (needs CIFAR-10 under data/: python
 /work/shared/data/cifar10_jpg_to_torchvision.py data).
 """
 from __future__ import annotations
@@ -66,6 +68,9 @@ def main() -> int:
     p.add_argument("--cpus-per-trial", type=float, default=None)
     p.add_argument("--keep", type=Path, default=None)
     p.add_argument("--compare", type=Path, default=None)
+    p.add_argument("--accuracy-only", action="store_true",
+                   help="with --compare: exit 0 when numbers differ (a change meant to move "
+                        "them); the accuracy check is the comparison")
     args = p.parse_args()
     os.chdir(ROOT)                             # the preset's data.root=data
     study = load_study()
@@ -90,15 +95,38 @@ def main() -> int:
           f"{trials['wall_s'].mean():.2f} s mean (min {trials['wall_s'].min():.2f}, max "
           f"{trials['wall_s'].max():.2f}), of which rounds {in_rounds.mean():.2f} s; "
           f"{wall / len(trials):.2f} s of study wall per trial; precision "
-          f"{','.join(sorted(trials['precision'].unique()))}, threads "
+          f"{','.join(sorted(trials['precision'].unique()))}, layout "
+          f"{','.join(sorted(trials['layout'].unique())) if 'layout' in trials else 'nchw'}, "
+          f"eval batch {','.join(map(str, sorted(trials['eval.batch_size'].unique())))}, threads "
           f"{','.join(map(str, sorted(trials['run.threads'].unique())))}; load "
           f"{load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
     if args.compare:
         diffs = compare(frames, args.compare)
         print("metrics identical to " + str(args.compare) if not diffs else
               "DIFFERENT from " + str(args.compare) + ": " + "; ".join(diffs))
-        return 1 if diffs else 0
+        print(accuracy_check(trials, pd.read_parquet(args.compare / "trials.parquet")))
+        return 1 if diffs and not args.accuracy_only else 0
     return 0
+
+
+CELL = ["server.optimizer", "server.lr"]
+
+
+def accuracy_check(new: pd.DataFrame, old: pd.DataFrame) -> str:
+    """Per grid cell (optimizer x server lr), the seeds' mean ACC and BWT_f now minus stored:
+    the check of a change that moves the numbers (another layout or precision), at the study's
+    size."""
+    means = {k: df.groupby(CELL)[["acc", "bwt_f"]].mean() for k, df in (("new", new),
+                                                                         ("old", old))}
+    delta = (means["new"] - means["old"]).dropna()
+    seeds = sorted(new["seed"].unique())
+    return (f"accuracy check over {len(delta)} cells x {len(seeds)} seeds: mean ACC "
+            f"{new['acc'].mean():.2f} now vs {old['acc'].mean():.2f} stored "
+            f"({new['acc'].mean() - old['acc'].mean():+.2f}); per cell ACC difference "
+            f"{delta['acc'].min():+.2f} .. {delta['acc'].max():+.2f} (|mean| "
+            f"{delta['acc'].abs().mean():.2f}); BWT_f difference {delta['bwt_f'].min():+.2f} .. "
+            f"{delta['bwt_f'].max():+.2f}; the seeds' own spread (SD of ACC per cell, stored, "
+            f"mean) {old.groupby(CELL)['acc'].std().mean():.2f}")
 
 
 if __name__ == "__main__":
