@@ -94,9 +94,18 @@ def study_trial_types() -> dict[str, str]:
             "schema_version": "int64"}
 
 
+# Keys that were bools before they took `auto` too: their true/false hash as those bools, so a
+# config that does not use `auto` keeps the trial id it had (stored studies, resumes).
+WERE_BOOLS = ("run.channels_last",)
+
+
 def config_hash(cfg: RunConfig) -> str:
     """12 hex digits of the whole config: a trial's id, stable across reruns."""
-    text = json.dumps(cfg.to_flat(), sort_keys=True, default=str)
+    flat = cfg.to_flat()
+    for key in WERE_BOOLS:
+        if flat[key] in ("true", "false"):
+            flat[key] = flat[key] == "true"
+    text = json.dumps(flat, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
