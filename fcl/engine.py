@@ -216,13 +216,13 @@ def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
     """Test accuracy (percent) of every task, one host sync for all of them. `channels_last`:
     batches in NHWC order (faster convolutions on some devices; `compute_mode`)."""
     model.eval()
-    fmt = torch.channels_last if channels_last else torch.preserve_format
     correct = []
     for t, td in enumerate(data.tasks):
         hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
         for start in range(0, len(td.test_y), batch_size):
             x = data.normalise(td.test_x[start:start + batch_size])
-            x = x.contiguous(memory_format=fmt) if x.dim() == 4 else x
+            if channels_last and x.dim() == 4:      # else as stored (NHWC data stays NHWC)
+                x = x.contiguous(memory_format=torch.channels_last)
             with forward_context():
                 logits = model(x, t)
             hits += (logits.argmax(1) == td.test_y[start:start + batch_size]).sum()

@@ -24,10 +24,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from fcl.config import RunConfig
 from fcl.provenance import fcl_git, versions
 from fcl.results_io import (EARLY_STOPPED, ERROR, NODE_COLUMNS, OPTUNA_COLUMN, STUDY_COLUMNS,
-                            TERMINATED,
-                            VERSION_COLUMNS, config_hash, empty, empty_trials, metric_types,
-                            round_types, task_types, trial_rounds_frame, trial_row,
-                            trial_tasks_frame, typed_trials)
+                            TERMINATED, VERSION_COLUMNS, config_hash, empty, empty_trials,
+                            metric_types, round_rows, round_types, task_rows, task_types,
+                            trial_row, typed, typed_trials)
 from fcl.tune.progress import filtered_ray_logs
 from fcl.tune.space import resolve
 from fcl.tune.trainable import load_result, seed_configs
@@ -224,8 +223,8 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
         row.update({**{k: "" for k in NODE_COLUMNS}, **t.node})
         rows.append(row)
         if t.result is not None:
-            rounds.append(trial_rounds_frame(study, tid, t.result))
-            tasks.append(trial_tasks_frame(study, tid, t.result))
+            rounds += round_rows(study, tid, t.result)
+            tasks += task_rows(study, tid, t.result)
     metrics = metric_types([t.result.summary.row() for t in trials if t.result is not None])
     trials_df = typed_trials(pd.DataFrame(rows) if rows else empty_trials(), metrics)
     keys = [k for k in sort_keys if k in trials_df] + ["trial_id"]
@@ -236,11 +235,11 @@ def study_frames(study: str, preset: str, trials: list[TrialOutcome], sort_keys:
             "tasks": _in_order(tasks, task_types(), order, ["round", "task"])}
 
 
-def _in_order(frames: list[pd.DataFrame], types: dict[str, str], order: dict[str, int],
+def _in_order(rows: list[dict], types: dict[str, str], order: dict[str, int],
               keys: list[str]) -> pd.DataFrame:
-    """The trials' frames in the order of trials.parquet, then by `keys` (every column even
-    with no rows: a study whose trials all failed)."""
-    df = pd.concat(frames, ignore_index=True) if frames else empty(types)
+    """The trials' rows, typed, in the order of trials.parquet, then by `keys` (every column
+    even with no rows: a study whose trials all failed)."""
+    df = typed(pd.DataFrame(rows), types) if rows else empty(types)    # typed once: 10x faster
     return (df.assign(_order=df["trial_id"].map(order))
             .sort_values(["_order", *keys], kind="stable")
             .drop(columns="_order").reset_index(drop=True))
