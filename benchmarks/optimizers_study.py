@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 import pandas as pd  # noqa: E402
 
 from fcl.cli_args import parse_sets  # noqa: E402
+from fcl.results_io import WERE_BOOLS  # noqa: E402
 from fcl.tune import StudyOptions, run_study  # noqa: E402
 
 # the metrics a study stores that are functions of the config (wall times and where it ran
@@ -56,6 +57,8 @@ def compare(new: dict[str, pd.DataFrame], old_dir: Path) -> list[str]:
             diffs.append(f"{name}: {len(a)} rows stored, {len(b)} now")
             continue
         for c in cols:
+            if c in WERE_BOOLS:             # stored as a bool before `auto`: compare the words
+                a[c], b[c] = (x.map(lambda v: str(v).lower()) for x in (a[c], b[c]))
             same = (a[c] == b[c]) | (a[c].isna() & b[c].isna())
             if not same.all():
                 diffs.append(f"{name}.{c}: {int((~same).sum())} of {len(a)} rows differ")
@@ -66,6 +69,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE")
     p.add_argument("--cpus-per-trial", type=float, default=None)
+    p.add_argument("--checkpoint-every", type=int, default=None,
+                   help="rounds between a trial's checkpoints (default: the study's, R / 10)")
     p.add_argument("--keep", type=Path, default=None)
     p.add_argument("--compare", type=Path, default=None)
     p.add_argument("--accuracy-only", action="store_true",
@@ -78,6 +83,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fcl-optimizers-") as folder:
         opts = StudyOptions(preset="cifar10-local", sets=parse_sets(args.set), results=folder,
                             cpus_per_trial=args.cpus_per_trial, fresh=True,
+                            checkpoint_every=args.checkpoint_every,
                             command="python benchmarks/optimizers_study.py")
         t0 = time.perf_counter()
         outcome = run_study(study, opts, out=open(os.devnull, "w"))

@@ -1,5 +1,5 @@
-"""How a run's tensors are computed, never what they compute: the device, `run.precision` and
-`run.channels_last`.
+"""How a run's tensors are computed, never what they compute: the device, `run.precision`,
+`run.channels_last` and `run.client_batching`.
 
 - `bf16` autocasts the forward passes of local training and evaluation (convolutions and
   matmuls run in bfloat16, losses and norms in float32, as torch's autocast lists decide). The
@@ -59,6 +59,17 @@ def resolve_channels_last(setting: str, device: torch.device) -> bool:
     if setting != "auto":
         return setting == "true"
     return device.type == "cuda" or (device.type == "cpu" and native_cpu_bf16())
+
+
+def resolve_client_batching(setting: str, device: torch.device) -> bool:
+    """`run.client_batching` as run on `device`: `auto` is on for a CUDA GPU, where a round's
+    many small steps are bound by kernel launches (not measured here: no GPU was lent), and
+    off on a CPU, where `fcl bench` measured batched clients at 0.37-1.00x of one by one (an
+    AVX2 CPU and one with native bf16): vmapped clients turn each convolution into a grouped
+    one, which oneDNN runs more slowly."""
+    if setting != "auto":
+        return setting == "true"
+    return device.type == "cuda"
 
 
 # eval.batch_size=auto. A GPU wants large batches. On a CPU a batch is fastest while its largest
@@ -122,6 +133,7 @@ class ComputeMode:
     device: torch.device
     autocast_dtype: torch.dtype | None = None     # None: plain float32
     channels_last: bool = False
+    client_batching: bool = False
 
     @classmethod
     def from_config(cls, cfg: RuntimeConfig, device: torch.device) -> "ComputeMode":
@@ -130,7 +142,8 @@ class ComputeMode:
             warnings.warn("run.precision=bf16: this CPU has no native bfloat16 kernels (oneDNN "
                           "reports none, e.g. AVX2 only); bf16 runs several times slower than "
                           "fp32 here", RuntimeWarning, stacklevel=2)
-        return cls(device, dtype, resolve_channels_last(cfg.channels_last, device))
+        return cls(device, dtype, resolve_channels_last(cfg.channels_last, device),
+                   resolve_client_batching(cfg.client_batching, device))
 
     @property
     def precision(self) -> str:

@@ -252,9 +252,14 @@ class RuntimeConfig:
                                       "0.77-0.99x; README, Benchmark)",
                               choices=("auto", "true", "false"),
                               aliases={**BOOL_WORDS, "auto": "auto"})
-    client_batching: bool = opt(False, "clients of the same task in the same round train together "
-                                       "in one vmapped step (torch.func); falls back to one by "
-                                       "one where it cannot (fcl/federated/batched_clients.py)")
+    client_batching: str = opt("false", "clients of the same task in the same round train "
+                                        "together in one vmapped step (torch.func), falling "
+                                        "back to one by one where they cannot (fcl/federated/"
+                                        "batched_clients.py): true, false, or auto = on a CUDA "
+                                        "GPU (not measured here), off on a CPU (measured "
+                                        "0.37-1.00x of one by one; README, Benchmark)",
+                               choices=("auto", "true", "false"),
+                               aliases={**BOOL_WORDS, "auto": "auto"})
 
 
 @dataclass(frozen=True)

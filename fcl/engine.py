@@ -51,7 +51,7 @@ from torch import nn
 
 from fcl.communication import full_model_nbytes
 from fcl.compute_mode import (ComputeMode, eval_batch_size, eval_channels_last,
-                               largest_activation_bytes)
+                               largest_activation_bytes, resolve_client_batching)
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import FederatedData, build_federated_data
@@ -138,6 +138,7 @@ class Plan:
     device: str = "cpu"              # where it computes, and in which precision (the summary's)
     precision: str = "fp32"
     layout: str = "nchw"             # run.channels_last resolved: nhwc or nchw
+    batched_clients: bool = False    # run.client_batching resolved
     eval_batch: int = 1024           # eval.batch_size resolved for the device (auto: 0)
     eval_channels_last: bool = False  # evaluation batches in NHWC (compute_mode)
 
@@ -158,6 +159,8 @@ class Plan:
             full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
             device=str(device), precision=compute.precision if compute is not None else "fp32",
             layout=compute.layout if compute is not None else "nchw",
+            batched_clients=compute.client_batching if compute is not None else
+            resolve_client_batching(cfg.run.client_batching, device),
             eval_batch=eval_batch_size(cfg.eval.batch_size, device,
                                        lambda: model_activation_bytes(model, data)),
             eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
@@ -355,7 +358,7 @@ def client_updates(plan: Plan, state: RunState, down: Downlink, r: int) -> Uplin
     and encodes its message."""
     algo, cfg, names = plan.algorithm, plan.cfg.client, plan.names
     batched = {}
-    if plan.cfg.run.client_batching:
+    if plan.batched_clients:
         by_task: dict[int, list[int]] = {}
         for c in down.reporting:
             by_task.setdefault(down.tasks_of[c], []).append(c)
@@ -497,7 +500,8 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
         samples_per_s=totals.samples / wall if wall > 0 else math.nan,
         drift_mean=totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
         trainable_params_per_task=sum(t.numel() for t in state.tasks[0].params.values()),
-        device=plan.device, precision=plan.precision, layout=plan.layout)
+        device=plan.device, precision=plan.precision, layout=plan.layout,
+        batched_clients=plan.batched_clients)
 
 def head_weights(trainable: list[str]) -> list[str]:
     """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""

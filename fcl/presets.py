@@ -104,7 +104,8 @@ PRESETS: dict[str, dict] = {
     # 1e-3 it stays at chance on these tasks (ACC 51.0 at seed 0, vs 66.0 with tau 0.1; FedSGD
     # eta 1: 63.9). cifar10-gpu: the same recipe on 1000 training / 200 test images per class
     # (3.3x the training samples), meant for one GPU call running every study (studies/gpu;
-    # not yet timed on a GPU: none was lent).
+    # not yet timed on a GPU: none was lent). The GPU presets batch clients where they run on
+    # a GPU (run.client_batching=auto: on CUDA, off on a CPU, where it lost; README, Benchmark).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
     # cifar10-local on a frozen pretrained backbone (results/README.md, "Which backbone": the
@@ -113,7 +114,7 @@ PRESETS: dict[str, dict] = {
                                  "data.test_per_class": 100,
                                  "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
-                    "data.test_per_class": 200},
+                    "data.test_per_class": 200, "run.client_batching": "auto"},
     # FLoCoRA on CIFAR-10 (10 classes, T = 1) at the same two sizes. Here flocora-local's recipe
     # with 300 training images per class (300-image shards): ACC 23.3% at seed 0, chance 10%
     # (60 per class: 21%; client lr 0.05: 15.4%; width 16 with K = 5: 27.0%), ~2 min a trial:
@@ -126,7 +127,8 @@ PRESETS: dict[str, dict] = {
                               "model.width": 32, "client.local_epochs": 2, "eval.every": 5,
                               "run.precision": "auto"},
     "flocora-cifar10-gpu": {**FLOCORA, "rounds": 20, "data.name": "cifar10", "data.root": "data",
-                            "client.local_epochs": 2, "eval.every": 5},
+                            "client.local_epochs": 2, "eval.every": 5,
+                            "run.client_batching": "auto"},
     # FedSGD eta 1 (FedAvg): at this size the default FedAdam (tau 1e-3) stays at chance (ACC
     # 51.2% at seed 0); at seeds 0 / 1 / 2 FedAdam tau 0.1 reached 64.0 / 71.0 / 83.0%, FedSGD
     # eta 1 79.2 / 83.0 / 79.6% (mean 80.6%), 17-30 s a run on 2 CPU cores shared with others.

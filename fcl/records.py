@@ -86,6 +86,7 @@ class RunSummary(Record):
     device: str
     precision: str
     layout: str            # memory format the convolutions ran in: nchw or nhwc
+    batched_clients: bool  # whether clients of a task trained in one vmapped step
 
 
 PANDAS_TYPES = {int: "int64", float: "float64", bool: "bool", str: "string"}

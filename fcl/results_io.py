@@ -96,7 +96,7 @@ def study_trial_types() -> dict[str, str]:
 
 # Keys that were bools before they took `auto` too: their true/false hash as those bools, so a
 # config that does not use `auto` keeps the trial id it had (stored studies, resumes).
-WERE_BOOLS = ("run.channels_last",)
+WERE_BOOLS = ("run.channels_last", "run.client_batching")
 
 
 def config_hash(cfg: RunConfig) -> str:

@@ -111,6 +111,25 @@ def test_auto_channels_last_is_nhwc_where_bf16_is_native_and_on_cuda(monkeypatch
     assert mode.channels_last is native and mode.layout == ("nhwc" if native else "nchw")
 
 
+def test_auto_client_batching_is_on_only_on_cuda():
+    from fcl.compute_mode import resolve_client_batching
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert resolve_client_batching("auto", cpu) is False
+    assert resolve_client_batching("auto", cuda) is True
+    for device in (cpu, cuda):
+        assert resolve_client_batching("true", device) is True
+        assert resolve_client_batching("false", device) is False
+    assert ComputeMode.from_config(RuntimeConfig(client_batching="auto"), cpu).client_batching \
+        is False
+
+
+def test_the_run_summary_says_whether_clients_were_batched():
+    data = synthetic_data([20, 20, 20])
+    assert run_with(data)[0].summary["batched_clients"] is False
+    assert run_with(data, client_batching="true")[0].summary["batched_clients"] is True
+    assert run_with(data, client_batching="auto")[0].summary["batched_clients"] is False  # CPU
+
+
 def test_the_run_summary_says_which_layout_ran():
     data = synthetic_data([20, 20, 20])
     assert run_with(data)[0].summary["layout"] == "nchw"

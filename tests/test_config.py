@@ -121,14 +121,27 @@ def test_an_error_is_one_line_whatever_the_value_holds():
 @pytest.mark.parametrize("raw, stored", [("auto", "auto"), ("AUTO", "auto"), ("true", "true"),
                                          ("yes", "true"), ("1", "true"), (True, "true"),
                                          ("false", "false"), ("off", "false"), (False, "false")])
-def test_channels_last_takes_auto_and_the_words_of_a_bool(raw, stored):
+@pytest.mark.parametrize("key", ["run.channels_last", "run.client_batching"])
+def test_bool_or_auto_keys_take_auto_and_the_words_of_a_bool(key, raw, stored):
     """A Python bool reads as its word, so stored results that hold a bool column (the studies
     before `auto`) and code that passes True/False give the same config."""
-    cfg = with_overrides(RunConfig(), {"run.channels_last": raw})
-    assert cfg.run.channels_last == stored and from_flat(cfg.to_flat()) == cfg
+    cfg = with_overrides(RunConfig(), {key: raw})
+    assert cfg.to_flat()[key] == stored and from_flat(cfg.to_flat()) == cfg
 
 
 def test_bad_channels_last_names_the_allowed_values():
     with pytest.raises(ConfigError) as e:
         with_overrides(RunConfig(), {"run.channels_last": "nhwc"})
     assert str(e.value) == "run.channels_last=nhwc: unknown value; allowed: auto, true, false"
+
+
+def test_a_key_that_took_auto_keeps_the_trial_id_of_its_bool():
+    import hashlib
+    import json
+    from fcl.results_io import config_hash
+    cfg = with_overrides(RunConfig(), {"run.client_batching": "true"})
+    flat = {**cfg.to_flat(), "run.client_batching": True, "run.channels_last": False}
+    old = hashlib.blake2b(json.dumps(flat, sort_keys=True, default=str).encode(),
+                          digest_size=6).hexdigest()
+    assert config_hash(cfg) == old
+    assert config_hash(with_overrides(cfg, {"run.client_batching": "auto"})) != old
