@@ -13,9 +13,9 @@
 Whether either is faster depends on the hardware: bf16 needs native bfloat16 kernels (a CPU
 with AVX512-BF16 or AMX, or a GPU); on an AVX2-only CPU it is several times slower than fp32,
 and a warning says so when a run starts. `auto` picks bf16 only where it is native. NHWC paid
-on the CPU with native bf16 (1.23-1.89x in fp32, 1.15-1.2x over NCHW bf16) and lost on an
-AVX2-only one (0.77-0.99x), so `run.channels_last=auto` follows the same test. See README,
-Benchmark.
+on an AVX-512 CPU with native bf16 (1.23-1.89x in fp32, 1.15-1.2x over NCHW bf16) and lost on
+an AVX2-only one (0.77-0.99x): `run.channels_last=auto` is NHWC on an AVX-512 CPU. See
+README, Benchmark.
 """
 from __future__ import annotations
 
@@ -53,12 +53,18 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 def resolve_channels_last(setting: str, device: torch.device) -> bool:
     """`run.channels_last` as run on `device`: `auto` is NHWC on a CUDA GPU (torch's advice for
-    its convolutions, not measured here: no GPU was lent) and on a CPU with native bfloat16
-    kernels (`fcl bench` there: NHWC 1.23-1.89x NCHW in fp32, bf16+NHWC 1.15-1.20x bf16), NCHW
-    on other CPUs (an AVX2-only CPU: 0.77-0.99x)."""
+    its convolutions, not measured here: no GPU was lent) and on a CPU with AVX-512 kernels
+    (`fcl bench` on one with native bf16 too: NHWC 1.23-1.89x NCHW in fp32, bf16+NHWC
+    1.15-1.20x bf16), NCHW on other CPUs (an AVX2-only CPU: 0.77-0.99x). An AVX-512 CPU without
+    bf16 was not measured."""
     if setting != "auto":
         return setting == "true"
-    return device.type == "cuda" or (device.type == "cpu" and native_cpu_bf16())
+    return device.type == "cuda" or (device.type == "cpu" and avx512_cpu())
+
+
+def avx512_cpu() -> bool:
+    """Whether torch runs this CPU's AVX-512 kernels (AVX512-BF16 and AMX CPUs are AVX-512)."""
+    return torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
 def resolve_client_batching(setting: str, device: torch.device) -> bool:

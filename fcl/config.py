@@ -246,10 +246,10 @@ class RuntimeConfig:
                                  "bfloat16 kernels, else fp32", choices=("fp32", "bf16", "auto"))
     channels_last: str = opt("false", "images and 4-D weights in channels_last (NHWC) memory "
                                       "format (same values, other convolution kernels): true, "
-                                      "false, or auto = NHWC on a CPU with native bfloat16 "
-                                      "kernels (measured 1.2-1.9x) and on a CUDA GPU (torch's "
-                                      "advice, not measured here), NCHW on other CPUs (AVX2: "
-                                      "0.77-0.99x; README, Benchmark)",
+                                      "false, or auto = NHWC on an AVX-512 CPU (measured "
+                                      "1.2-1.9x) and on a CUDA GPU (torch's advice, not "
+                                      "measured here), NCHW on other CPUs (AVX2: 0.77-0.99x; "
+                                      "README, Benchmark)",
                               choices=("auto", "true", "false"),
                               aliases={**BOOL_WORDS, "auto": "auto"})
     client_batching: str = opt("false", "clients of the same task in the same round train "

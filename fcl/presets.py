@@ -70,12 +70,15 @@ FLOCORA_RECIPE = {k: v for k, v in FLOCORA.items() if k not in FLOCORA_SIZES}
 
 # The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data holds torchvision's
 # cifar-10-batches-py (where its download with root=data puts it).
-# run.channels_last=auto: NHWC where bf16 is native, and eval.batch_size=auto: a batch whose
-# activations stay in cache on a CPU (README, Benchmark: the 36-trial optimizers study in under
-# 4 min on 2 such cores). The studies stored before these two ran NCHW at eval batch 1024.
+# The layout and the evaluation batch are the device's (run.channels_last=auto: NHWC on an
+# AVX-512 CPU or a GPU; eval.batch_size=auto: on a CPU a batch whose activations stay in
+# cache). On a CPU the FCL studies compute in fp32: on the AVX-512 CPU with native bf16 measured,
+# fp32 + NHWC ran the 36-trial optimizers study in 3.6 min against bf16 + NHWC's 3.9 and bf16 +
+# NCHW's 7.1 (README, Benchmark). The studies stored before these ran bf16 (auto), NCHW, eval
+# batch 1024 (results/README.md).
 CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "data.num_clients": 5, "client.local_epochs": 2, "server.tau": 0.1, "eval.every": 5,
-           "run.precision": "auto", "run.channels_last": "auto", "eval.batch_size": "auto"}
+           "run.channels_last": "auto", "eval.batch_size": "auto"}
 
 # Backbones `fcl pretrain` made, shipped in the package (fcl/weights/README.md: the command of
 # each); a preset names one by its absolute path, so a Tune worker finds it from any folder.
@@ -114,7 +117,8 @@ PRESETS: dict[str, dict] = {
                                  "data.test_per_class": 100,
                                  "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
-                    "data.test_per_class": 200, "run.client_batching": "auto"},
+                    "data.test_per_class": 200, "run.precision": "auto",
+                    "run.client_batching": "auto"},
     # FLoCoRA on CIFAR-10 (10 classes, T = 1) at the same two sizes. Here flocora-local's recipe
     # with 300 training images per class (300-image shards): ACC 23.3% at seed 0, chance 10%
     # (60 per class: 21%; client lr 0.05: 15.4%; width 16 with K = 5: 27.0%), ~2 min a trial:

@@ -96,11 +96,12 @@ def test_the_run_summary_says_which_precision_ran():
     assert res.summary["precision"] == ("bf16" if native else "fp32")
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_auto_channels_last_is_nhwc_where_bf16_is_native_and_on_cuda(monkeypatch, native):
-    import fcl.compute_mode
+@pytest.mark.parametrize("capability, native", [("AVX512", True), ("AVX2", False),
+                                                ("DEFAULT", False)])
+def test_auto_channels_last_is_nhwc_on_an_avx512_cpu_and_on_cuda(monkeypatch, capability,
+                                                                 native):
     from fcl.compute_mode import resolve_channels_last
-    monkeypatch.setattr(fcl.compute_mode, "native_cpu_bf16", lambda: native)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert resolve_channels_last("auto", cpu) is native
     assert resolve_channels_last("auto", cuda) is True
@@ -134,15 +135,16 @@ def test_the_run_summary_says_which_layout_ran():
     data = synthetic_data([20, 20, 20])
     assert run_with(data)[0].summary["layout"] == "nchw"
     assert run_with(data, channels_last="true")[0].summary["layout"] == "nhwc"
-    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    avx512 = torch.backends.cpu.get_cpu_capability() == "AVX512"
     auto = run_with(data, channels_last="auto")[0].summary["layout"]
-    assert auto == ("nhwc" if native else "nchw")
+    assert auto == ("nhwc" if avx512 else "nchw")
 
 
-def test_the_cifar10_presets_take_the_layout_and_precision_from_the_device():
-    for name in ("cifar10-local", "cifar10-local-pretrained", "cifar10-gpu"):
+def test_the_cifar10_presets_take_the_layout_and_eval_batch_from_the_device():
+    for name, precision in (("cifar10-local", "fp32"), ("cifar10-local-pretrained", "fp32"),
+                            ("cifar10-gpu", "auto")):
         cfg = preset(name)
-        assert (cfg.run.precision, cfg.run.channels_last) == ("auto", "auto"), name
+        assert (cfg.run.precision, cfg.run.channels_last) == (precision, "auto"), name
         assert cfg.eval.batch_size == 0, name                   # auto
     # the presets whose stored studies ran NCHW keep it
     for name in ("local", "flocora-local", "flocora-cifar10-local", "smoke"):
