@@ -63,3 +63,21 @@ def test_a_rotated_checkpoint_is_deleted_only_after_the_next_snapshot_landed(tmp
     ray_private._snapshot_then_flush(upload)(fake, save_fn=None)
     assert uploads == ["landed"] and not dirs[0].exists() and dirs[2].exists()
     assert ray_private._DEFERRED == []
+
+
+def test_muting_worker_output_drops_only_rays_print_handler_and_unmuting_restores_it():
+    import ray._private.ray_logging as ray_logging
+    dispatcher = ray_logging.global_worker_stdstream_dispatcher
+    seen = []
+    before, dispatcher.handlers = dispatcher.handlers, []      # a connected Ray's own, aside
+    dispatcher.add_handler("ray_print_logs", lambda data: seen.append(("print", data)))
+    dispatcher.add_handler("other", lambda data: seen.append(("other", data)))
+    try:
+        ray_private.mute_worker_output()
+        ray_private.mute_worker_output()                  # twice: still one saved list
+        dispatcher.emit("a")
+        ray_private.unmute_worker_output()
+        dispatcher.emit("b")
+    finally:
+        dispatcher.handlers = before
+    assert seen == [("other", "a"), ("print", "b"), ("other", "b")]

@@ -17,6 +17,7 @@ from ray import tune
 
 from fcl.cli import clock
 from fcl.results_io import ERROR, TERMINATED
+from fcl.tune.ray_private import mute_worker_output, unmute_worker_output
 
 _INTERRUPTED: list[int] = []          # non-empty once Tune has seen a stop signal (per driver)
 STOP_MESSAGE = "Stop signal received"
@@ -88,6 +89,7 @@ class _AfterInterrupt(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if STOP_MESSAGE in record.getMessage():
             _INTERRUPTED.append(1)
+            mute_worker_output()        # the trials' own shutdown noise too
         return not _INTERRUPTED or record.levelno >= logging.ERROR
 
 
@@ -108,7 +110,10 @@ def filtered_ray_logs(log_filter: logging.Filter):
 @contextlib.contextmanager
 def quiet_interrupt():
     """Yields a list that is non-empty once Tune received a stop signal (Ctrl-C, SIGTERM);
-    from then on Ray's warnings are dropped until the block ends."""
+    from then on Ray's warnings and the workers' output are dropped until the block ends."""
     _INTERRUPTED.clear()
-    with filtered_ray_logs(_AfterInterrupt()):
-        yield _INTERRUPTED
+    try:
+        with filtered_ray_logs(_AfterInterrupt()):
+            yield _INTERRUPTED
+    finally:
+        unmute_worker_output()

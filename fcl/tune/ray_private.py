@@ -1,10 +1,12 @@
 """Where fcl reaches into Ray's private API, because Ray has no public one for it: reading a
-running Ray's state, and one fix to Tune's checkpoint rotation (`rotate_checkpoints_safely`;
+running Ray's state, muting the workers' output the driver prints (`mute_worker_output`), and
+one fix to Tune's checkpoint rotation (`rotate_checkpoints_safely`;
 the other such place is `fcl.tune.ray_connect`: what joining a cluster asks of its GCS).
 tests/test_tune_ray_private.py fails loudly on a Ray that moves or renames either (the study
 itself would just read "no autoscaler", or lose the fix)."""
 from __future__ import annotations
 
+import ray._private.ray_logging as _ray_logging
 import ray._private.state
 import ray.train._internal.checkpoint_manager as _checkpoint_manager
 import ray.tune.execution.experiment_state as _experiment_state
@@ -76,3 +78,24 @@ def _snapshot_then_flush(original):
 
     sync_up.fcl_deferring = True
     return sync_up
+
+
+_MUTED: list = []                      # the driver's handlers of worker output, while muted
+
+
+def mute_worker_output() -> None:
+    """Stop printing what Ray's workers write (Ray's `ray_print_logs` handler of the driver):
+    after Ctrl-C, Tune's SIGTERM to a trial can end in an "Exception ignored" traceback on the
+    worker, which Ray would forward to the user's terminal."""
+    dispatcher = _ray_logging.global_worker_stdstream_dispatcher
+    with dispatcher._lock:
+        if not _MUTED:
+            _MUTED.append(dispatcher.handlers)
+            dispatcher.handlers = [h for h in dispatcher.handlers if h[0] != "ray_print_logs"]
+
+
+def unmute_worker_output() -> None:
+    dispatcher = _ray_logging.global_worker_stdstream_dispatcher
+    with dispatcher._lock:
+        if _MUTED:
+            dispatcher.handlers = _MUTED.pop()
