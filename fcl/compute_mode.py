@@ -57,9 +57,8 @@ def resolve_channels_last(setting: str, device: torch.device) -> bool:
     (`fcl bench` on one with native bf16 too: NHWC 1.23-1.89x NCHW in fp32, bf16+NHWC
     1.15-1.20x bf16), NCHW on other CPUs (an AVX2-only CPU: 0.77-0.99x). An AVX-512 CPU without
     bf16 was not measured."""
-    if setting != "auto":
-        return setting == "true"
-    return device.type == "cuda" or (device.type == "cpu" and avx512_cpu())
+    return _bool_or(setting, lambda: device.type == "cuda" or
+                    (device.type == "cpu" and avx512_cpu()))
 
 
 def avx512_cpu() -> bool:
@@ -73,9 +72,12 @@ def resolve_client_batching(setting: str, device: torch.device) -> bool:
     off on a CPU, where `fcl bench` measured batched clients at 0.37-1.00x of one by one (an
     AVX2 CPU and one with native bf16): vmapped clients turn each convolution into a grouped
     one, which oneDNN runs more slowly."""
-    if setting != "auto":
-        return setting == "true"
-    return device.type == "cuda"
+    return _bool_or(setting, lambda: device.type == "cuda")
+
+
+def _bool_or(setting: str, auto: Callable[[], bool]) -> bool:
+    """A true/false/auto key's value: `auto()` decides auto."""
+    return auto() if setting == "auto" else setting == "true"
 
 
 # eval.batch_size=auto. A GPU wants large batches. On a CPU a batch is fastest while its largest

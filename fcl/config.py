@@ -47,10 +47,11 @@ POSITIVE = dict(check=lambda v: v > 0, allowed="> 0")
 NON_NEGATIVE = dict(check=lambda v: v >= 0, allowed=">= 0")
 PROBABILITY = dict(check=lambda v: 0 <= v < 1, allowed="0 <= p < 1")
 BETA = dict(check=lambda v: 0 <= v < 1, allowed="0 <= beta < 1")
-# the words of a bool, for a field that takes `auto` too (run.channels_last); a Python bool
-# given for such a field reads as its word
+# a field that takes true, false or auto (run.channels_last, run.client_batching): the words of
+# a bool are aliases, and a Python bool given for such a field reads as its word
 BOOL_WORDS = {**dict.fromkeys(("true", "1", "yes", "on"), "true"),
               **dict.fromkeys(("false", "0", "no", "off"), "false")}
+BOOL_OR_AUTO = dict(choices=("auto", "true", "false"), aliases={**BOOL_WORDS, "auto": "auto"})
 
 
 @dataclass(frozen=True)
@@ -249,17 +250,14 @@ class RuntimeConfig:
                                       "false, or auto = NHWC on an AVX-512 CPU (measured "
                                       "1.2-1.9x) and on a CUDA GPU (torch's advice, not "
                                       "measured here), NCHW on other CPUs (AVX2: 0.77-0.99x; "
-                                      "README, Benchmark)",
-                              choices=("auto", "true", "false"),
-                              aliases={**BOOL_WORDS, "auto": "auto"})
+                                      "README, Benchmark)", **BOOL_OR_AUTO)
     client_batching: str = opt("false", "clients of the same task in the same round train "
                                         "together in one vmapped step (torch.func), falling "
                                         "back to one by one where they cannot (fcl/federated/"
                                         "batched_clients.py): true, false, or auto = on a CUDA "
                                         "GPU (not measured here), off on a CPU (measured "
                                         "0.37-1.00x of one by one; README, Benchmark)",
-                               choices=("auto", "true", "false"),
-                               aliases={**BOOL_WORDS, "auto": "auto"})
+                               **BOOL_OR_AUTO)
 
 
 @dataclass(frozen=True)
@@ -401,3 +399,9 @@ def describe_keys(cfg: RunConfig | None = None) -> str:
                      f"  {'':<30} {meta.get('help', '')}")
     return "\n".join(lines)
 
+
+
+def bool_or_auto_keys() -> tuple[str, ...]:
+    """The keys that take true, false or auto (`BOOL_OR_AUTO`)."""
+    return tuple(k for k, _, meta, _ in iter_fields(RunConfig())
+                 if meta.get("choices") == BOOL_OR_AUTO["choices"])

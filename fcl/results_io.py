@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from fcl.atomic_file import atomic_path
-from fcl.config import RunConfig, field_types
+from fcl.config import RunConfig, bool_or_auto_keys, field_types
 from fcl.records import PANDAS_TYPES, RoundRecord, RunSummary, TaskRecord, columns
 
 if TYPE_CHECKING:
@@ -94,9 +94,10 @@ def study_trial_types() -> dict[str, str]:
             "schema_version": "int64"}
 
 
-# Keys that were bools before they took `auto` too: their true/false hash as those bools, so a
-# config that does not use `auto` keeps the trial id it had (stored studies, resumes).
-WERE_BOOLS = ("run.channels_last", "run.client_batching")
+# Keys that were bools before they took `auto` too (all the true/false/auto keys): their
+# true/false hash as those bools, so a config that does not use `auto` keeps the trial id it
+# had (stored studies, resumes).
+WERE_BOOLS = bool_or_auto_keys()
 
 
 def config_hash(cfg: RunConfig) -> str:
