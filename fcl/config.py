@@ -387,17 +387,21 @@ def from_flat(flat: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     return with_overrides(base, {k: v for k, v in flat.items() if k in known})
 
 
-def describe_keys(cfg: RunConfig | None = None) -> str:
-    """Every key with its default (`cfg`'s value), allowed values and help: the epilog of
-    `fcl run --help`."""
-    lines = []
+def key_rows(cfg: RunConfig | None = None) -> Iterator[tuple[str, Any, str, str]]:
+    """(key, default, allowed values, help) for every key, `cfg`'s values as the defaults (a
+    value with a word, such as eval.batch_size=auto, as its word): the one source of
+    `fcl run --help` and the documentation's configuration reference."""
     for key, value, meta, typ in iter_fields(cfg or RunConfig()):
         allowed = meta.get("allowed") or ("true/false" if typ is bool else typ.__name__)
         value = next((w for w, v in (meta.get("aliases") or {}).items()
                       if type(v) is type(value) and v == value), value)
-        lines.append(f"  {key:<30} default {value!r:<24} allowed: {allowed}\n"
-                     f"  {'':<30} {meta.get('help', '')}")
-    return "\n".join(lines)
+        yield key, value, allowed, meta.get("help", "")
+
+
+def describe_keys(cfg: RunConfig | None = None) -> str:
+    """Every key with its default, allowed values and help: the epilog of `fcl run --help`."""
+    return "\n".join(f"  {key:<30} default {value!r:<24} allowed: {allowed}\n  {'':<30} {help}"
+                     for key, value, allowed, help in key_rows(cfg))
 
 
 
