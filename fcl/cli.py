@@ -2,6 +2,9 @@
 
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
+
+The module imports neither torch nor Ray: each command imports what it needs when it runs, and
+`fcl --version` answers before the parser (whose subcommands' arguments import torch) is built.
 """
 from __future__ import annotations
 
@@ -13,9 +16,7 @@ import sys
 import time
 from typing import Callable
 
-import torch
-
-from fcl import __version__, bench, pretrain
+from fcl import __version__
 from fcl.cli_args import (
     EXIT_USAGE,
     EXIT_WRITE_FAILED,
@@ -27,7 +28,6 @@ from fcl.cli_args import (
     parse_sets,
     write_failed,
 )
-from fcl.communication import format_report, params_report
 from fcl.config import (
     ConfigError,
     describe_keys,
@@ -36,12 +36,7 @@ from fcl.config import (
     parse_value,
     with_overrides,
 )
-from fcl.data.datasets import DataError
-from fcl.engine import prepare_data, run
-from fcl.manifest import write_run_files
-from fcl.models.factory import build_model
 from fcl.presets import PRESETS, preset
-from fcl.saved_model import save_model
 
 
 def _add_run(p: argparse.ArgumentParser) -> None:
@@ -80,6 +75,12 @@ RUN_OUTPUT_BYTES = 1 << 20      # a run's three Parquet files and manifest: ~0.1
 
 
 def main_run(args) -> int:
+    from fcl.communication import params_report
+    from fcl.engine import prepare_data, run
+    from fcl.manifest import write_run_files
+    from fcl.models.factory import build_model
+    from fcl.saved_model import save_model
+
     cfg = config_from_args(args)
     check_device(cfg)
     if args.out is not None:
@@ -131,6 +132,8 @@ def main_run(args) -> int:
 
 
 def _add_bench(p: argparse.ArgumentParser) -> None:
+    from fcl import bench
+
     p.add_argument("--workloads", nargs="+", choices=list(bench.WORKLOADS),
                    default=list(bench.WORKLOADS), help="rows of the table (default: all)")
     p.add_argument("--modes", nargs="+", choices=list(bench.MODES), default=None,
@@ -151,6 +154,11 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
 
 
 def main_bench(args) -> int:
+    import torch
+
+    from fcl import bench
+    from fcl.engine import prepare_data
+
     if args.rounds < 0:
         raise ConfigError("--rounds", args.rounds, "out of range", ">= 0")
     if args.repeats < 1:
@@ -197,10 +205,22 @@ def _add_params(p: argparse.ArgumentParser) -> None:
 
 
 def main_params(args) -> int:
+    from fcl.communication import format_report, params_report
+
     cfg = config_from_args(args)
     report = params_report(cfg)
     print(json.dumps(report) if args.json else format_report(report, cfg))
     return 0
+
+
+def _add_pretrain(p: argparse.ArgumentParser) -> None:
+    from fcl import pretrain
+    pretrain.add_arguments(p)
+
+
+def main_pretrain(args) -> int:
+    from fcl import pretrain
+    return pretrain.main(args)
 
 
 def help_preset(argv: list[str]) -> str | None:
@@ -237,7 +257,8 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
     "params": (_add_params, main_params, "parameters (total / trainable / communicated) and "
                "bytes per message on each link, at 32/8/4/2 bits, vs full-model FedAvg; loads "
                "no data"),
-    "pretrain": (pretrain.add_arguments, pretrain.main, pretrain.HELP),
+    "pretrain": (_add_pretrain, main_pretrain,
+                 "train a backbone on a data set and save it for model.weights=PATH"),
 }
 
 
@@ -256,8 +277,25 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def asks_version(argv: list[str]) -> bool:
+    """Whether argparse would answer `--version` (or an abbreviation such as `--vers`): it comes
+    before the command and before any -h/--help."""
+    for arg in argv:
+        if arg == "-h" or (len(arg) > 2 and "--help".startswith(arg)):
+            return False
+        if len(arg) > 2 and "--version".startswith(arg):
+            return True
+        if arg == "--" or not arg.startswith("-"):      # the command: its own flags follow
+            return False
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if asks_version(argv):          # no parser: building it imports torch (~2 s)
+        print(f"fcl {__version__}")
+        return 0
+    from fcl.data.datasets import DataError
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:

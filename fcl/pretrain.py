@@ -137,9 +137,6 @@ def held_out_accuracy(backbone: Backbone, head: nn.Module, data, batch_size: int
     return float(hits) * 100.0 / max(len(td.test_y), 1)
 
 
-HELP = "train a backbone on a data set and save it for model.weights=PATH"
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p)
     p.add_argument("--out", required=True, metavar="FILE.pt", help="checkpoint to write")

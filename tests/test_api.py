@@ -23,6 +23,21 @@ def test_fcl_version():
     assert out.stdout.strip() == f"fcl {fcl.__version__}"
 
 
+def test_fcl_version_imports_neither_torch_nor_ray():
+    # the entry point `fcl.cli:main` as the `fcl` script calls it; --version abbreviated too
+    code = ("import sys; from fcl.cli import main; sys.argv = ['fcl', sys.argv[1]]; rc = main(); "
+            "print(rc, 'torch' in sys.modules, 'ray' in sys.modules)")
+    for flag in ("--version", "--vers"):
+        out = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True,
+                             check=True)
+        assert out.stdout.split() == ["fcl", fcl.__version__, "0", "False", "False"]
+    # `python -m fcl --version`: -X importtime lists every module imported, on stderr
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "fcl", "--version"],
+                         capture_output=True, text=True, check=True)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+    assert "fcl.cli" in imported and not {"torch", "ray"} & imported
+
+
 def test_run_by_preset_equals_run_of_its_config():
     a = fcl.run("smoke", TINY)
     b = fcl.run(fcl.configure("smoke", TINY), {"seed": 0})

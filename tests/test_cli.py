@@ -82,12 +82,13 @@ def in_process(capsys, *argv):
 
 @pytest.fixture
 def no_run(monkeypatch):
-    """`fcl run` refused before the run: the engine is never called."""
-    import fcl.cli
+    """`fcl run` refused before the run: the engine is never called (`fcl.cli` imports it when
+    the command runs, so the engine's own attribute is the one to patch)."""
+    import fcl.engine
 
     def refuse(*_, **__):
         raise AssertionError("the run started")
-    monkeypatch.setattr(fcl.cli, "run", refuse)
+    monkeypatch.setattr(fcl.engine, "run", refuse)
 
 
 def fill(folder):
@@ -128,11 +129,11 @@ def test_out_that_fails_after_the_run_prints_the_summary_then_one_line(tmp_path,
                                                                          monkeypatch):
     import errno
 
-    import fcl.cli
+    import fcl.manifest
 
     def disk_full(*_, **__):
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(fcl.cli, "write_run_files", disk_full)
+    monkeypatch.setattr(fcl.manifest, "write_run_files", disk_full)
     code, stdout, err = in_process(capsys, "run", "--preset", "smoke", "--set", *FAST,
                                    "--quiet", "--out", str(tmp_path / "run"))
     assert code == 1 and stdout.startswith("ACC ") and stdout.count("\n") == 1
