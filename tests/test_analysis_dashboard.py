@@ -235,6 +235,16 @@ def test_mean_accuracy_over_rounds_is_the_mean_over_tasks_then_over_seeds():
         ["a", 0, 55.0], ["b", 0, 75.0], ["b", 1, 55.0]]   # rounds with no evaluation: none
 
 
+def test_task_curves_number_tasks_from_0_as_fcl_does():
+    from analysis.dashboard.charts import task_curves
+    rounds = pd.DataFrame({"trial_id": "a", "seed": 0, "round": [0, 0, 1, 1], "task": [0, 1] * 2,
+                           "server.optimizer": "fedadam", "accuracy": [50, 60, 55, 65]})
+    trials = pd.DataFrame({"rounds": [2], "data.num_tasks": [2]})
+    fig = task_curves(rounds, trials, ["server.optimizer"])
+    assert [t.name for t in fig.data] == ["task 0", "task 1"]
+    assert fig.data[0].hovertemplate.startswith("fedadam, task 0: ")
+
+
 def accuracies_55_to_70() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = [{"server.optimizer": o, "server.lr": lr, "seed": s, "acc": 55 + 15 * rng.random()}

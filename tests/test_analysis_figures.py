@@ -138,6 +138,24 @@ def test_fig4_follows_task_0_for_fedsgd_and_fedadam_only(study_results, tmp_path
     pd.testing.assert_series_equal(got["mean"], want, check_names=False)
 
 
+def test_figures_number_tasks_from_0_as_fcl_does(study_results, tmp_path, monkeypatch):
+    # the CLI, the Parquet `task` column and fcl.load_model(...)[t] count from 0: labels too
+    drawn, real = {}, fcl_paper.save_figure
+
+    def keep(fig, out, name, source):
+        drawn[name] = fig
+        return real(fig, out, name, source)
+    monkeypatch.setattr(fcl_paper, "save_figure", keep)
+    fcl_paper.fig3a(load_study(study_results, "task_order"), tmp_path)
+    fcl_paper.fig4a(load_study(study_results, "optimizers"), tmp_path)
+    fcl_paper.fig4b(load_study(study_results, "optimizers"), tmp_path)
+    ticks = [t.get_text() for t in drawn["fig3a"].axes[0].get_xticklabels()]
+    assert ticks == ["T0", "T1"]
+    assert drawn["fig4a"].axes[0].get_ylabel() == "accuracy of task 0 (%)"
+    assert "task 0 over rounds" in drawn["fig4a"].get_suptitle()
+    assert drawn["fig4b"].axes[0].get_ylabel() == "cosine distance, task 0 head"
+
+
 def test_table3_numbers_and_top_two_match_fixture(study_results, tmp_path):
     fcl_paper_tables.table3(load_study(study_results, "optimizers"), tmp_path)
     table = pd.read_csv(tmp_path / "table3.csv")

@@ -81,9 +81,9 @@ def task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> 
         stats = seed_summary(ev[ev["_s"] == s], ["task", "round"], "accuracy")
         for task, g in stats.groupby("task"):
             fig.add_scatter(x=g["round"], y=g["mean"], mode="lines+markers",
-                            name=f"task {task + 1}", visible=(s == settings[0]),
+                            name=f"task {task}", visible=(s == settings[0]),
                             legendgroup=str(task),
-                            hovertemplate=f"{s}, task {task + 1}: " + "%{y:.2f} @ round %{x}")
+                            hovertemplate=f"{s}, task {task}: " + "%{y:.2f} @ round %{x}")
             owner.append(s)
     buttons = [dict(label=s, method="update",
                     args=[{"visible": [o == s for o in owner]},

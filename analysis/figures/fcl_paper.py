@@ -10,8 +10,9 @@ How the paper is read:
 - Fig. 3b and 4b "cosine distance between the models from consecutive rounds": `cos_head`, the
   distance of a task's head (its fully connected layer) between consecutive server states; Fig. 3b
   averages it over the tasks updated in the round, Fig. 4b follows one task.
-- Fig. 4a/4b "Task 1": task 0 here (tasks are numbered from 0); FedSGD against FedAdam at every
-  server learning rate the study holds.
+- Fig. 4a/4b "Task 1": task 0 (fcl numbers tasks from 0, as the CLI, the Parquet `task` column
+  and the labels of every figure do); FedSGD against FedAdam at every server learning rate the
+  study holds.
 - Fig. 5: the caption and the text disagree on which of (a)/(b) is which; we follow the caption:
   5a = client x server learning rate, 5b = rounds x local epochs, 5c clients, 5d Dirichlet alpha
   (IID shown as alpha = inf, the limit), 5e straggler probability. ACC in a green map (darker is
@@ -59,7 +60,7 @@ def fig3a(study: Study, out: Path) -> Produced:
             ax.bar(np.arange(len(tasks)) + (i - (len(orders) - 1) / 2) * width, s["mean"],
                    width, yerr=s["ci95"].fillna(0), capsize=2,
                    label=ORDER_LABELS.get(order, order))
-        ax.set_xticks(np.arange(len(tasks)), [f"T{t + 1}" for t in tasks])
+        ax.set_xticks(np.arange(len(tasks)), [f"T{t}" for t in tasks])
         ax.set(xlabel="task", ylabel="accuracy after the last round (%)", title=title)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.15)           # room above the bars for the legend
         ax.legend(fontsize=8, ncol=len(orders), loc="upper center")
@@ -97,10 +98,9 @@ def fig4a(study: Study, out: Path) -> Produced:
     """Accuracy of task 0 over rounds, FedSGD vs FedAdam, phase boundaries dashed."""
     rounds = study.need_rounds("fig4a")
     require(rounds, ("server.optimizer", "server.lr"), f"fig4a: {study.folder}/rounds.parquet")
-    task = TRACKED_TASK + 1
     return _round_lines(study, _fedsgd_vs_fedadam(rounds), out, "fig4a", "accuracy",
-                        ["server.optimizer", "server.lr"], f"accuracy of task {task} (%)",
-                        f"Fig. 4a: task {task} over rounds ({study.name}; mean, 95% band)",
+                        ["server.optimizer", "server.lr"], f"accuracy of task {TRACKED_TASK} (%)",
+                        f"Fig. 4a: task {TRACKED_TASK} over rounds ({study.name}; mean, 95% band)",
                         _opt_label, evaluated_only=True)
 
 
@@ -111,7 +111,7 @@ def fig4b(study: Study, out: Path) -> Produced:
             f"fig4b: {study.folder}/rounds.parquet")
     return _round_lines(study, _fedsgd_vs_fedadam(rounds), out, "fig4b", "cos_head",
                         ["server.optimizer", "server.lr"],
-                        f"cosine distance, task {TRACKED_TASK + 1} head",
+                        f"cosine distance, task {TRACKED_TASK} head",
                         f"Fig. 4b: drift spikes ({study.name}; mean, 95% band)",
                         _opt_label, evaluated_only=True)
 
