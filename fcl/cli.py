@@ -112,7 +112,7 @@ def main_run(args) -> int:
             failed = write_failed("--out", args.out, e)
     if args.save_model is not None and failed is None:
         try:
-            for path in save_model(args.save_model, cfg, model, data):
+            for path in save_model(args.save_model, cfg, model, data, s):
                 print(f"wrote {path}", file=stream)
         except OSError as e:
             failed = write_failed("--save-model", args.save_model, e)

@@ -7,7 +7,10 @@
     DIR/model.json   what rebuilds the model: the run's flat config, the image shape, the classes
                      of every task (data set labels, in head order), and the backbone's identity:
                      its random init from `seed`, or the weights file (`model.weights`, with its
-                     sha256) / torchvision's ImageNet weights it was loaded from
+                     sha256) / torchvision's ImageNet weights it was loaded from; and under
+                     "summary" the run's summary (`RunSummary`: acc, bwt_f, bytes_up, tcc_bytes,
+                     rounds, wall_s, ...; NaN written as null), so a saved model says how well
+                     it did
 
 The backbone is not stored: it is frozen, so `fcl.models.factory.build_model` rebuilds it
 bit-identically from the config (checked against the stored sha256 on load); only the task
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 
 import torch
@@ -30,6 +34,7 @@ from fcl.config import RunConfig, from_flat
 from fcl.data.federated import FederatedData
 from fcl.models.factory import build_model
 from fcl.models.pretrained import input_stats
+from fcl.records import RunSummary
 
 MODEL_FILE, META_FILE, FORMAT = "model.pt", "model.json", 1
 
@@ -87,8 +92,16 @@ def run_stats(cfg: RunConfig, data: FederatedData) -> tuple[torch.Tensor, torch.
     return d.mean.detach().cpu().float(), d.std.detach().cpu().float()
 
 
-def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedData) -> list[str]:
-    """Write the trained `model` of a run of `cfg` on `data` to `folder`; returns the paths."""
+def summary_json(summary: RunSummary) -> dict:
+    """The summary's fields, NaN as None (JSON has no NaN: a strict reader refuses the file)."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in summary.row().items()}
+
+
+def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedData,
+               summary: RunSummary | None = None) -> list[str]:
+    """Write the trained `model` of a run of `cfg` on `data` to `folder`, with the run's
+    `summary` in model.json when given; returns the paths."""
     os.makedirs(folder, exist_ok=True)
     mean, std = run_stats(cfg, data)
     blob = {"format": FORMAT,
@@ -99,6 +112,8 @@ def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedDat
             "image_shape": list(data.image_shape),
             "task_classes": [[int(c) for c in t.classes] for t in data.tasks],
             "backbone": backbone_identity(cfg), "backbone_sha256": blob["backbone_sha256"]}
+    if summary is not None:
+        meta["summary"] = summary_json(summary)
     paths = [os.path.join(folder, MODEL_FILE), os.path.join(folder, META_FILE)]
     write_torch_atomic(blob, paths[0])
     write_text_atomic(json.dumps(meta, indent=1) + "\n", paths[1])

@@ -44,6 +44,26 @@ def test_saved_model_reproduces_the_runs_last_accuracy(adapter, tmp_path, capsys
         assert max(last) > 50.0            # it learned something
 
 
+def test_model_json_carries_the_runs_summary(tmp_path, capsys):
+    assert main(["run", "--preset", "smoke", "--set", *TINY, "--quiet", "--json",
+                 "--save-model", str(tmp_path)]) == 0
+    printed = json.loads(capsys.readouterr().out)            # `fcl run --json`: the summary
+    summary = json.loads((tmp_path / "model.json").read_text())["summary"]
+    assert summary["acc"] == printed["acc"] and summary["acc"] > 0
+    for key in ("bwt_f", "bwt_f_literal", "bytes_up", "bytes_down", "tcc_bytes", "rounds",
+                "wall_s", "device"):
+        assert summary[key] == printed[key], key
+
+
+def test_summary_json_writes_nan_as_null():
+    from fcl.records import RunSummary
+    from fcl.saved_model import summary_json
+    fields = {name: 0 for name in RunSummary._names()}
+    s = summary_json(RunSummary(**{**fields, "acc": 50.0, "bwt_f": float("nan")}))
+    assert s["acc"] == 50.0 and s["bwt_f"] is None
+    json.loads(json.dumps(s, allow_nan=False))
+
+
 def test_a_backbone_that_differs_is_refused(tmp_path):
     assert main(["run", "--preset", "smoke", "--set", *TINY, "--quiet",
                  "--save-model", str(tmp_path)]) == 0

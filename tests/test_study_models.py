@@ -35,7 +35,7 @@ def test_study_keeps_each_rows_model_on_request(local_ray, tmp_path):
         last = mine[mine["round"] == mine["round"].max()].sort_values("task")["accuracy"]
         meta = json.loads((folder / "models" / row.trial_id / "model.json").read_text())
         cfg = from_flat(meta["config"])
-        assert cfg.seed == row.seed
+        assert cfg.seed == row.seed and meta["summary"]["acc"] == row.acc
         assert accuracy_of(models, prepare_data(cfg)) == last.tolist()      # exactly
     assert not [n for n in os.listdir(folder) if n.startswith(".tmp-")]
 

@@ -164,7 +164,7 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
     meta = {"wall_s": wall, "final_metrics": final, "versions": versions()}
     with _save(results, RESULT_FILE, meta) as d:
         if save_models:
-            save_trial_models(runs, d)
+            save_trial_models(runs, results, d)
         tune.report(final, checkpoint=tune.Checkpoint.from_directory(d))
 
 

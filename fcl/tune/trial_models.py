@@ -24,13 +24,13 @@ from fcl.saved_model import save_model
 MODELS = "models"
 
 
-def save_trial_models(runs, checkpoint_dir: str) -> None:
-    """Each finished seed run's model (its plan's model mirrors the last round's state) into
-    `checkpoint_dir/models/<trial_id>/`."""
-    for run in runs:
+def save_trial_models(runs, results, checkpoint_dir: str) -> None:
+    """Each finished seed run's model (its plan's model mirrors the last round's state), with
+    its result's summary, into `checkpoint_dir/models/<trial_id>/`."""
+    for run, result in zip(runs, results):
         cfg = run.plan.cfg
         save_model(os.path.join(checkpoint_dir, MODELS, config_hash(cfg)), cfg, run.plan.model,
-                   run.plan.data)
+                   run.plan.data, result.summary)
 
 
 def checkpoint_models(checkpoint) -> dict[str, str]:
