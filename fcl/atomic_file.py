@@ -45,7 +45,7 @@ def write_torch_atomic(obj, path: str | os.PathLike) -> bytes:
     name would give other bytes each time for the same object."""
     import io
 
-    import torch                     # here: reading results must not need torch
+    import torch                     # in the function: reading results must not need torch
 
     buf = io.BytesIO()
     torch.save(obj, buf)

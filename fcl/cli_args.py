@@ -58,7 +58,7 @@ def check_device(cfg: RunConfig) -> None:
     allows it: a study driver may plan trials for GPU workers it does not have.)"""
     import torch
     if cfg.run.device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("run.device", "cuda", "no CUDA device is available here",
+        raise ConfigError("run.device", "cuda", "no CUDA device on this machine",
                           "auto, cpu")
 
 

@@ -53,7 +53,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 def resolve_channels_last(setting: str, device: torch.device) -> bool:
     """`run.channels_last` as run on `device`: `auto` is NHWC on a CUDA GPU (torch's advice for
-    its convolutions, not measured here: no GPU was lent) and on a CPU with AVX-512 kernels
+    its convolutions, unmeasured on a GPU) and on a CPU with AVX-512 kernels
     (`fcl bench` on one with native bf16 too: NHWC 1.23-1.89x NCHW in fp32, bf16+NHWC
     1.15-1.20x bf16), NCHW on other CPUs (an AVX2-only CPU: 0.77-0.99x). An AVX-512 CPU without
     bf16 was not measured."""
@@ -68,7 +68,7 @@ def avx512_cpu() -> bool:
 
 def resolve_client_batching(setting: str, device: torch.device) -> bool:
     """`run.client_batching` as run on `device`: `auto` is on for a CUDA GPU, where a round's
-    many small steps are bound by kernel launches (not measured here: no GPU was lent), and
+    many small steps are bound by kernel launches (unmeasured on a GPU), and
     off on a CPU, where `fcl bench` measured batched clients at 0.37-1.00x of one by one (an
     AVX2 CPU and one with native bf16): vmapped clients turn each convolution into a grouped
     one, which oneDNN runs more slowly."""
@@ -149,7 +149,7 @@ class ComputeMode:
         if dtype is torch.bfloat16 and device.type == "cpu" and not native_cpu_bf16():
             warnings.warn("run.precision=bf16: this CPU has no native bfloat16 kernels (oneDNN "
                           "reports none, e.g. AVX2 only); bf16 runs several times slower than "
-                          "fp32 here", RuntimeWarning, stacklevel=2)
+                          "fp32 on such a CPU", RuntimeWarning, stacklevel=2)
         return cls(device, dtype, resolve_channels_last(cfg.channels_last, device),
                    resolve_client_batching(cfg.client_batching, device))
 

@@ -248,14 +248,14 @@ class RuntimeConfig:
     channels_last: str = opt("false", "images and 4-D weights in channels_last (NHWC) memory "
                                       "format (same values, other convolution kernels): true, "
                                       "false, or auto = NHWC on an AVX-512 CPU (measured "
-                                      "1.2-1.9x) and on a CUDA GPU (torch's advice, not "
-                                      "measured here), NCHW on other CPUs (AVX2: 0.77-0.99x; "
+                                      "1.2-1.9x) and on a CUDA GPU (torch's advice, "
+                                      "unmeasured), NCHW on other CPUs (AVX2: 0.77-0.99x; "
                                       "README, Benchmark)", **BOOL_OR_AUTO)
     client_batching: str = opt("false", "clients of the same task in the same round train "
                                         "together in one vmapped step (torch.func), falling "
                                         "back to one by one where they cannot (fcl/federated/"
                                         "batched_clients.py): true, false, or auto = on a CUDA "
-                                        "GPU (not measured here), off on a CPU (measured "
+                                        "GPU (unmeasured), off on a CPU (measured "
                                         "0.37-1.00x of one by one; README, Benchmark)",
                                **BOOL_OR_AUTO)
 

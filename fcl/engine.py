@@ -27,7 +27,7 @@ server state, so FedAvg (fedsgd, lr 1, mean) makes the new state the mean of the
 values, and the evaluated model is the dequantized broadcast, what clients start from.
 `delta`: trained minus received goes through the codec and the float32 server state never
 carries a quantization error (the error is relative to the update, not to the weights).
-Both are the same at compression.bits=32. Nothing here imports Ray.
+Both are the same at compression.bits=32. This module imports no Ray.
 
 A reporting client is sampled, not a straggler, and holds samples of its task this round; one
 with an empty shard (a skewed partition at data.min_client_samples=0) received the broadcast

@@ -11,7 +11,7 @@ varied, the preset and data set it ran on, the commit).
      "varying": ["client.lr", "server.lr"], "axes": {"client.lr": ["client.lr"], ...},
      "preset": "cifar10-local", "dataset": "cifar10", "base": {...flat config...},
      "seeds": [0, 1, 2], "trial_seeds": 1, "num_samples": 1, "scheduler": "fifo",
-     "command": "python studies/ablation_lr.py ...", "fcl_git": "a2caf79",
+     "command": "python studies/ablation_lr.py ...", "fcl_git": "<commit>",
      "schema_version": 2, "files": {"trials": {"rows": 36, "sha256": "..."}, ...}}
 """
 from __future__ import annotations

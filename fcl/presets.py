@@ -24,12 +24,12 @@ FLoCoRA's recipe at that size.
 
 Table 2 of the FCL paper: ResNet-18 backbone (ImageNet-pretrained, frozen: the NetTailor
 setting), T=10, N=5 IID clients, R=300 (Q=30), K=2, client SGD lr 0.05, FedAdam with server lr
-0.5, and the asynchronous task order the paper studies. The paper states no batch size (32 here)
-and no augmentation (off). The paper presets need the data set under `data.root` and
-torchvision's ImageNet weights (downloaded, or `model.weights=PATH`; or pretrain your own with
-`fcl pretrain`, see fcl/pretrain.py). `model.input_size=72` feeds CIFAR's 32x32 images to the
-ImageNet backbone at 72x72, the size the Decathlon (and NetTailor) use for CIFAR-100;
-MiniImageNet (84) and the Decathlon (72) run at their own size.
+0.5, and the asynchronous task order the paper studies. The paper states no batch size (these
+presets use 32) and no augmentation (off). The paper presets need the data set under
+`data.root` and torchvision's ImageNet weights (downloaded, or `model.weights=PATH`; or
+pretrain your own with `fcl pretrain`, see fcl/pretrain.py). `model.input_size=72` feeds
+CIFAR's 32x32 images to the ImageNet backbone at 72x72, the size the Decathlon (and NetTailor)
+use for CIFAR-100; MiniImageNet (84) and the Decathlon (72) run at their own size.
 """
 from __future__ import annotations
 
@@ -106,9 +106,9 @@ PRESETS: dict[str, dict] = {
     # trial takes ~30 s on one CPU core. FedAdam eta 0.5 with tau = 0.1: at the default tau =
     # 1e-3 it stays at chance on these tasks (ACC 51.0 at seed 0, vs 66.0 with tau 0.1; FedSGD
     # eta 1: 63.9). cifar10-gpu: the same recipe on 1000 training / 200 test images per class
-    # (3.3x the training samples), meant for one GPU call running every study (studies/gpu;
-    # not yet timed on a GPU: none was lent). The GPU presets batch clients where they run on
-    # a GPU (run.client_batching=auto: on CUDA, off on a CPU, where it lost; README, Benchmark).
+    # (3.3x the training samples), meant for one GPU machine running every study (studies/gpu;
+    # not yet timed on a GPU). The GPU presets batch clients where they run on a GPU
+    # (run.client_batching=auto: on CUDA, off on a CPU, where it lost; README, Benchmark).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
     # cifar10-local on a frozen pretrained backbone (results/README.md, "Which backbone": the
@@ -119,11 +119,12 @@ PRESETS: dict[str, dict] = {
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
                     "data.test_per_class": 200, "run.precision": "auto",
                     "run.client_batching": "auto"},
-    # FLoCoRA on CIFAR-10 (10 classes, T = 1) at the same two sizes. Here flocora-local's recipe
-    # with 300 training images per class (300-image shards): ACC 23.3% at seed 0, chance 10%
-    # (60 per class: 21%; client lr 0.05: 15.4%; width 16 with K = 5: 27.0%), ~2 min a trial:
-    # 20 rounds teach LoRA on a frozen random backbone little. On a GPU, FLoCoRA's ResNet-8
-    # and 100 clients of 500 images (10% a round), at K = 2 for 20 rounds.
+    # FLoCoRA on CIFAR-10 (10 classes, T = 1) at the same two sizes. flocora-cifar10-local is
+    # flocora-local's recipe with 300 training images per class (300-image shards): ACC 23.3%
+    # at seed 0, chance 10% (60 per class: 21%; client lr 0.05: 15.4%; width 16 with K = 5:
+    # 27.0%), ~2 min a trial: 20 rounds teach LoRA on a frozen random backbone little. On a
+    # GPU, FLoCoRA's ResNet-8 and 100 clients of 500 images (10% a round), at K = 2 for 20
+    # rounds.
     "flocora-cifar10-local": {**FLOCORA, "rounds": 20, "data.name": "cifar10",
                               "data.root": "data", "data.num_clients": 10,
                               "participation.fraction": 0.5, "data.train_per_class": 300,
@@ -142,8 +143,9 @@ PRESETS: dict[str, dict] = {
         "client.local_epochs": 2, "eval.every": 1, "server.optimizer": "fedsgd",
         "server.lr": 1.0,
     },
-    # run.precision=auto here and in flocora-local: bf16 where the device has native kernels (a
-    # GPU, an AMX CPU), fp32 elsewhere; bf16 passed the accuracy check (README, Benchmark)
+    # run.precision=auto in local and in flocora-local: bf16 where the device has native
+    # kernels (a GPU, an AMX CPU), fp32 elsewhere; bf16 passed the accuracy check (README,
+    # Benchmark)
     "local": {
         "rounds": 50, "data.num_tasks": 5, "data.num_clients": 5,
         "client.local_epochs": 2, "eval.every": 5, "run.precision": "auto",

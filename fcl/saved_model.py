@@ -42,7 +42,7 @@ MODEL_FILE, META_FILE, FORMAT = "model.pt", "model.json", 1
 class TaskClassifier(nn.Module):
     """One task of a saved run: the shared backbone + task `task`'s module. `forward(x)` gives
     that task's logits (its classes: `classes`, data set labels in logit order) for uint8
-    images (N, C, H, W) as the data set holds them, normalised here with the run's statistics;
+    images (N, C, H, W) as the data set holds them, normalised with the run's statistics;
     a float `x` is taken as already normalised."""
 
     def __init__(self, model: nn.Module, task: int, classes: list[int], mean: torch.Tensor,

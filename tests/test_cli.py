@@ -144,7 +144,7 @@ def test_out_that_fails_after_the_run_prints_the_summary_then_one_line(tmp_path,
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_cuda_without_a_gpu_is_refused_before_the_run(capsys, no_run):
     code, _, err = in_process(capsys, "run", "--preset", "smoke", "--set", "run.device=cuda")
-    assert (code, err) == (2, ("error: run.device=cuda: no CUDA device is available here; "
+    assert (code, err) == (2, ("error: run.device=cuda: no CUDA device on this machine; "
                                "allowed: auto, cpu\n"))
 
 

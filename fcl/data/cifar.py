@@ -6,10 +6,10 @@
 
 DIR is torchvision's `root` (the folder that holds the extracted archive; the archive's folder
 itself is accepted too). When that folder does not exist, torchvision's `CIFAR10`/`CIFAR100`
-with `download=True` fetches and extracts it into DIR (not with `FCL_OFFLINE=1`). The pickles
-are read here rather than through torchvision's classes, which refuse any file whose MD5 differs
-from the published archive's (so no test could feed them a small file). They are pickles: load
-only files you trust, as with torchvision.
+with `download=True` fetches and extracts it into DIR (not with `FCL_OFFLINE=1`). fcl reads the
+pickles itself rather than through torchvision's classes, which refuse any file whose MD5
+differs from the published archive's (so no test could feed them a small file). They are
+pickles: load only files you trust, as with torchvision.
 
 CIFAR-100 uses its 100 fine labels; classes are in label order (apple, aquarium_fish, ...), so
 `data.num_tasks=10` makes tasks of labels 0-9, 10-19, ... (`data.class_order=natural`), the

@@ -13,7 +13,7 @@ raise `DataError`, whose message names the path, what was expected and how to ge
 | cifar10, cifar100     | fcl.data.cifar           | classes split into data.num_tasks      |
 | miniimagenet          | fcl.data.miniimagenet    | classes split into data.num_tasks      |
 | decathlon             | fcl.data.decathlon       | one task per domain (`task_classes`)   |
-| npz                   | here                     | classes split into data.num_tasks      |
+| npz                   | fcl.data.datasets        | classes split into data.num_tasks      |
 """
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def lda_partition(labels: np.ndarray, num_clients: int, alpha: float, rng: np.ra
     every client gets the same number of samples (n / N; the first n mod N clients one more),
     drawn without replacement from its own class mix ~ Dir(alpha * 1_C). When a class runs
     out, its share goes to the classes left, renormalised (Flower's sample-by-sample draw,
-    here in multinomial rounds: the same distribution). Clients are filled in order, so the
+    drawn in multinomial rounds instead: the same distribution). Clients are filled in order, so the
     last ones get what the first left."""
     labels = np.asarray(labels)
     n = len(labels)

@@ -6,7 +6,7 @@ sum_c Delta_c, which makes a round's step grow with the number of reporting clie
 Buffers (norm running statistics) are not optimised: they become the weighted mean of the
 reporting clients' end values.
 Every report carries samples: a client with none for its task sends nothing (the engine's
-`holding_data`), so a weighted mean over reports whose weights sum to 0 is an error here.
+`holding_data`), so a weighted mean over reports whose weights sum to 0 is an error.
 """
 from __future__ import annotations
 

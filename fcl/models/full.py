@@ -1,12 +1,12 @@
 """`model.adapter=full`: every weight is trained and sent (FLoCoRA's FedAvg baseline).
 
 The engine's contract is a frozen `backbone` plus per-task trainable modules whose tensors are
-the federated message. Here each task module owns a trainable copy of the whole backbone (made
-at build time from the same seeded weights) and its head, so the task-state machinery (server
-state per task, broadcast, deltas, buffers such as BatchNorm statistics) works unchanged, and a
-T = 1 run is plain FedAvg of the whole model. `model.backbone` stays the untouched original:
-it is never used in the forward pass and never moves. In an FCL run (T > 1) every task trains a
-separate whole model, the upper bound on what a task could send.
+the federated message. With `full`, each task module owns a trainable copy of the whole backbone
+(made at build time from the same seeded weights) and its head, so the task-state machinery
+(server state per task, broadcast, deltas, buffers such as BatchNorm statistics) works
+unchanged, and a T = 1 run is plain FedAvg of the whole model. `model.backbone` stays the
+untouched original: it is never used in the forward pass and never moves. In an FCL run (T > 1)
+every task trains a separate whole model, the upper bound on what a task could send.
 """
 from __future__ import annotations
 

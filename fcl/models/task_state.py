@@ -19,7 +19,7 @@ def trainable_names(module: nn.Module) -> list[str]:
 def buffer_names(module: nn.Module) -> list[str]:
     """Float buffers (norm running statistics): averaged by the server, not optimised.
     Integer buffers (BatchNorm's num_batches_tracked) stay local: they only matter for
-    momentum=None BatchNorm, which no model here uses."""
+    momentum=None BatchNorm, which no model of fcl uses."""
     return [n for n, b in module.named_buffers() if b.is_floating_point()]
 
 

@@ -59,8 +59,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
             raise
         raise ConfigError("--address", address, f"Ray Client could not connect ({e})",
                           "a head started with --ray-client-server-port PORT that this machine "
-                          "reaches; on a cluster with token auth, its ~/.ray/auth_token here "
-                          "(or RAY_AUTH_TOKEN)") from None
+                          "reaches; on a cluster with token auth, its ~/.ray/auth_token on "
+                          "this machine (or RAY_AUTH_TOKEN)") from None
     return True
 
 
@@ -114,7 +114,7 @@ def prepare_join(address: str) -> None:
         if not have:
             raise ConfigError("--address", address, "the cluster uses token auth and this "
                               f"machine has no token ({path})", "the head's ~/.ray/auth_token "
-                              "copied here, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH set")
+                              "copied to this machine, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH set")
         ray_connect.use_token()
     if ray_connect.local_node_ids(address) == []:
         raise ConfigError("--address", address, "this machine is not a node of that cluster "
@@ -152,7 +152,7 @@ def can_autoscale() -> bool:
 
 
 def local_resources() -> dict:
-    """What a local Ray would find here, without starting one (for `--dry-run`)."""
+    """What a local Ray would find on this machine, without starting one (for `--dry-run`)."""
     return {"CPU": len(os.sched_getaffinity(0)), "GPU": torch.cuda.device_count()}
 
 

@@ -4,9 +4,9 @@
 Without this, each trial whose checkpoint hit ENOSPC was retried (`max_failures`) until it
 failed for good, printing a traceback each time (1,070 lines of stderr for a smoke study on a
 1 MiB tmpfs), then the export died reading a truncated checkpoint: exit 1, and the trials were
-ERROR, which `--resume` does not rerun. Here the first trial that fails with ENOSPC stops the
-study the way Ctrl-C does (Tune's SIGINT handler: running trials are stopped, not failed, and
-resume from their last checkpoint), the tracebacks of ENOSPC are kept off the terminal, and
+ERROR, which `--resume` does not rerun. With this, the first trial that fails with ENOSPC stops
+the study the way Ctrl-C does (Tune's SIGINT handler: running trials are stopped, not failed,
+and resume from their last checkpoint), the tracebacks of ENOSPC are kept off the terminal, and
 `fcl.tune.run` ends with one line instead of exporting.
 
 Tune copies its experiment state onto the storage in place, so a snapshot that lands on the

@@ -183,7 +183,7 @@ def outcomes(result_grid, base: RunConfig, seeds: int = 1
 
 def read_outcomes(result_grid, base: RunConfig, seeds: int = 1
                   ) -> tuple[list[TrialOutcome], int]:
-    """`outcomes`, read where the trials' checkpoints are: here, or, for a driver on Ray
+    """`outcomes`, read where the trials' checkpoints are: by the driver, or, for a driver on Ray
     Client (`ray://`, whose machine need not see `--storage`), by a task on the cluster's
     head node, the outcomes travelling back through Ray."""
     if not ray.util.client.ray.is_connected():

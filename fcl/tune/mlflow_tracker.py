@@ -9,7 +9,7 @@ ended, in one MLflow request per event.
 - metrics: every numeric value of each report in one `log_batch`. Ray's callback sends one
   `log_metric` per key (about 20 per round, each a SQLite transaction and a run lookup): on a
   loaded machine that took over Tune's 0.5 s `warn_if_slow` threshold on most rounds
-  (measured here, 20 metrics into SQLite on 2 busy cores: 1.66 s a report per key, 0.04 s as
+  (measured with 20 metrics into SQLite on 2 busy cores: 1.66 s a report per key, 0.04 s as
   one batch), and each printed "The `callbacks.on_trial_result` operation took ... s, which
   may be a performance bottleneck" (and its `process_trial_result` twin): the 114 warnings of
   a 12-trial search.

@@ -1,6 +1,6 @@
 """A study resolved against its options before any trial (`plan_study`): the base config, the
 space Tune runs (a grid's seeds one more axis), the scheduler, and the data sets loaded and cut
-once. Starts no Ray: every value is checked here, where it enters, so a bad one is one line
+once. Starts no Ray: every value is checked where it enters the study, so a bad one is one line
 (exit 2) before any trial."""
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def load_datasets(configs: list[RunConfig]) -> dict[tuple, ImageDataset]:
 
 def check_data(configs: list[RunConfig], datasets: dict) -> None:
     """Cut every distinct (data keys, seed) once, so a partition that cannot be made (too many
-    clients, a Dirichlet draw that starves a client) fails here, before any trial."""
+    clients, a Dirichlet draw that starves a client) fails before any trial."""
     seen = set()
     for cfg in configs:
         sig = spaces.data_signature(cfg)

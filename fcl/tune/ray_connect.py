@@ -1,5 +1,5 @@
 """What joining a running cluster (`--address HOST:PORT`) needs that Ray has no public API
-for, asked of its GCS before `ray.init` (each call ~10 ms here): whether it wants a token, and
+for, asked of its GCS before `ray.init` (~10 ms a call): whether it wants a token, and
 whether this machine is one of its nodes. Like `fcl.tune.ray_private`, the one place these
 private names are used; tests/test_cluster_faults.py fails on a Ray that moves them.
 
@@ -58,7 +58,7 @@ def use_token() -> None:
 
 
 def local_node_ids(address: str) -> list[str] | None:
-    """The cluster's live nodes that run on this machine (a raylet here: what `ray.init`
+    """The cluster's live nodes that run on this machine (a raylet on it: what `ray.init`
     attaches a driver to); None where the GCS cannot be asked (ray.init then says why)."""
     here = set(services.find_node_ids())
     try:

@@ -34,10 +34,10 @@ def rotate_checkpoints_safely() -> None:
 
     Why: Tune deletes it the moment a newer checkpoint arrives, while its snapshot on the
     storage (what `--resume` restores) lags behind. A driver killed in between resumed with a
-    trial whose list named deleted checkpoints (seen in CI, `kill -9` then `--resume`: "3
-    trials finished, 1 failed", once with `FileNotFoundError: Path not found` at the next
-    rotation, once with "Could not recover from checkpoint as it does not exist on storage
-    anymore" when the one to restore from was gone). Here each deletion waits for the next
+    trial whose list named deleted checkpoints (seen in CI, `kill -9` then `--resume`: "3 trials
+    finished, 1 failed", once with `FileNotFoundError: Path not found` at the next rotation,
+    once with "Could not recover from checkpoint as it does not exist on storage anymore" when
+    the one to restore from was gone). With this patch, each deletion waits for the next
     snapshot's upload to land (`flush_rotated_checkpoints`); a driver killed first leaves those
     few checkpoint folders on the storage. Idempotent; the driver calls it before each study."""
     manager = _experiment_state._ExperimentCheckpointManager

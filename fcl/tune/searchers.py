@@ -192,7 +192,7 @@ class FclOptunaSearch(Searcher):
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec) -> bool:
-        """Tune offers its param space here; the space is ours (define-by-run), so an
+        """Tune offers its param space to the searcher; the space is ours (define-by-run), so an
         empty one is accepted and a non-empty one refused (Tune then says why)."""
         return not config
 

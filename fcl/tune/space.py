@@ -13,7 +13,7 @@ A searched key may depend on another (a define-by-run space, Optuna searches onl
 `given("model.adapter", "lora", tune.choice([4, 8]))` is sampled only in trials whose
 `model.adapter` is "lora"; the others keep the base config's value.
 
-Everything here is checked against the config before any trial starts, so a bad key or value
+Every space is checked against the config before any trial starts, so a bad key or value
 is one `ConfigError` line, never a failed trial.
 """
 from __future__ import annotations

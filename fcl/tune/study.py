@@ -28,7 +28,7 @@ class Study:
     early_stopping: bool = False         # may `--scheduler asha` stop trials early? Searches
     #                                      only: a grid's figure needs every final value
 
-    def __post_init__(self):             # a typo here would silently run the plain presets
+    def __post_init__(self):             # a typo in family would silently run the plain presets
         if self.family is not None and self.family not in STUDY_FAMILIES:
             raise ValueError(f"Study {self.name}: unknown family {self.family!r} "
                              f"(fcl.presets: {', '.join(sorted(STUDY_FAMILIES))})")

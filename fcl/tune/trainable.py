@@ -84,7 +84,7 @@ class SeedRun:
     def __init__(self, cfg: RunConfig, datasets: dict,
                  saved: tuple[RunState, list[RoundRecord]] | None):
         resume, self.records = saved if saved is not None else (None, [])
-        # the engine's state holds no history: the records reported so far are kept here
+        # the engine's state holds no history: the trial keeps the records reported so far
         self.plan, self.state = start(cfg, data=federated_data(cfg, datasets), resume=resume)
 
     @property
@@ -173,7 +173,7 @@ def _train_and_report(runs: list[SeedRun], wall_before: float, checkpoint_every:
     rounds) but the last; returns the trial's wall time after its last round.
 
     A function trainable's `tune.report` blocks until the driver has taken the result and asks
-    for the next (Ray runs it with synchronous reporting): ~10-100 ms a round, measured here,
+    for the next (Ray runs it with synchronous reporting): ~10-100 ms a round, measured on 2 cores,
     against rounds of about a second. So round r+1 trains in a worker thread while round r's
     report is out. That is safe because the engine's state is immutable data (every round
     returns new tensors; the model is the only thing trained in place), so the reported state

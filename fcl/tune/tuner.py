@@ -89,7 +89,7 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
         # two: a driver killed between a trial's new checkpoint and its experiment snapshot
         # resumes from the previous one, which must still exist (with one, Tune had already
-        # deleted it: "Could not recover from checkpoint", seen here under load); and no
+        # deleted it: "Could not recover from checkpoint", seen under load); and no
         # deletion before the snapshot that drops it has landed: `rotate_checkpoints_safely`
         checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
 

@@ -33,9 +33,10 @@ def _base(base_config: RunConfig | str) -> RunConfig:
 def trainable(base_config: RunConfig | str, checkpoint_every: int = 0, seeds: int = 1):
     """A Tune function trainable: `train_trial` bound (`tune.with_parameters`, shipped once
     through Ray's object store) to `base_config` (a `RunConfig` or a preset name) and its data
-    set, loaded here once (a trial whose space changes the data keys loads its own).
-    `checkpoint_every`: rounds between checkpoints (0: a tenth of the rounds, as a study does);
-    `seeds`: seeds each trial runs in lockstep (seed, seed+1, ...), reporting their mean."""
+    set, loaded once when the trainable is made (a trial whose space changes the data keys loads
+    its own). `checkpoint_every`: rounds between checkpoints (0: a tenth of the rounds, as a
+    study does); `seeds`: seeds each trial runs in lockstep (seed, seed+1, ...), reporting their
+    mean."""
     cfg = _base(base_config)
     every = checkpoint_every or max(1, cfg.rounds // 10)
     return tune.with_parameters(train_trial, base=cfg, datasets=load_datasets([cfg]),
