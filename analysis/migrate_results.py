@@ -105,7 +105,7 @@ def manifest_step(folder: Path, studies: Path | None) -> str:
     if missing:
         return (f"{', '.join(missing)} missing: no study.json written (half an export? run the "
                 "study again)")
-    # The manifest step reads the study scripts, which import Ray: imported here, only for it.
+    # The manifest step reads the study scripts, which import Ray: imported only for that step.
     from analysis.stored_manifest import STUDIES, write_stored_manifest
     studies = studies or STUDIES
     if not (studies / f"{folder.name}.py").is_file():

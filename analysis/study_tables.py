@@ -4,9 +4,10 @@ The schema is `fcl.results_io`'s: trials.parquet has one row per trial (study, t
 error, every config key as a column such as `server.lr`, the run's summary metrics, and
 `schema_version`); rounds.parquet one row per trial x round; tasks.parquet one row per trial x
 round x task. The figures read `Study.rounds`, one row per trial x round x task with the round's
-columns beside the task's (schema 1 stored exactly that in rounds.parquet; schema 2 is joined
-here, the task's `reports` named `task_reports` and its cosines kept over the round's means).
-Nothing here trains or imports Ray: analysis is a function of these files.
+columns beside the task's (schema 1 stored exactly that in rounds.parquet; `load_study` joins
+schema 2's two files, the task's `reports` named `task_reports` and its cosines kept over the
+round's means).
+This module neither trains nor imports Ray: analysis is a function of these files.
 
 Beside them, `study.json` (`fcl.manifest.Manifest`) says what the study was: its doc, searcher,
 the config keys it varies, preset, data set and commit. `load_study` reads a folder only when
@@ -74,7 +75,7 @@ class Study:
         return " ".join(self.manifest.doc.strip().split("\n\n")[0].split())
 
     def drawn_from(self, dataset: str | None = None) -> str:
-        """`preset cifar10-local · data set cifar10 · commit f9fe6bc`: what the study (or its
+        """`preset cifar10-local · data set cifar10 · commit <short hash>`: what the study (or its
         data set `dataset`) was drawn from; the data sets its trials ran on, else the
         manifest's."""
         stored = ", ".join(sorted(self.trials["dataset"].astype(str).unique())) or \

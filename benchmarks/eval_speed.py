@@ -11,8 +11,8 @@ r=32, CIFAR-10 as one task, `--test-per-class` images per class). Every cell is 
 `--reps`, cells interleaved. `evaluate` is timed with the run's layout and with NHWC batches
 (`evaluate(..., channels_last=True)`: what the engine does on an AVX-512 CPU); the accuracy
 counts of every batch size and layout are checked equal (the line says False otherwise).
-Needs the CIFAR-10 files under data/ (python /work/shared/data/cifar10_jpg_to_torchvision.py
-data).
+Needs CIFAR-10 in torchvision's layout under data/ (data/cifar-10-batches-py, the preset's
+`data.root=data`), which torchvision downloads there on first use (not with `FCL_OFFLINE=1`).
 """
 from __future__ import annotations
 

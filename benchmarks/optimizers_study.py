@@ -10,8 +10,9 @@ last), the rounds' share of it and the time outside the trials. `--keep DIR` cop
 trials.parquet and rounds.parquet there; `--compare DIR` checks every metric of every trial
 (same trial_id) against such a copy, bit for bit (same seeds -> same numbers), and prints the
 accuracy check that a change meant to move the numbers needs (per cell, the seeds' mean ACC and
-BWT_f against the copy's). Not a timed test: a benchmark for a quiet machine (needs CIFAR-10
-under data/: python /work/shared/data/cifar10_jpg_to_torchvision.py data).
+BWT_f against the copy's). Not a timed test: a benchmark for a quiet machine. Needs CIFAR-10 in
+torchvision's layout under data/ (data/cifar-10-batches-py, the preset's `data.root=data`),
+which torchvision downloads there on first use (not with `FCL_OFFLINE=1`).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ and a one-trial study of the same config (`fcl.tune.run_study`, a local Ray with
 over the trial function's wall time, reports and checkpoints included, Ray's start not). Prints
 each pair, the seconds each spent outside its rounds (wall time minus the rounds' own `wall_s`:
 the per-round overhead, robust to how fast the machine computes at that moment), and the median
-ratio trial / run. The goal of the architecture issue: >= 0.97.
+ratio trial / run; the target is >= 0.97.
 The default config is the `local` preset at study size (`fcl.presets.STUDY_PRESETS["local"]`) on
 the bundled data, 1 thread, checkpoints every 2 rounds (what a study of 25 rounds does).
 """

@@ -1,6 +1,6 @@
 """Every study, one after another, at one preset: the stored results in one command.
 
-    python studies/run_all.py --preset cifar10-local            # this 2-core machine: hours
+    python studies/run_all.py --preset cifar10-local            # 2 CPU cores: hours
     python studies/run_all.py --preset cifar10-gpu --cpus-per-trial 2 --gpus-per-trial 0.125
     bash studies/gpu/run.sh        # the same on a GPU machine without Ray (studies/gpu/bundle.sh)
     python studies/run_all.py --preset smoke --only ablation_lr optimizers

@@ -109,7 +109,7 @@ def paired_tables(trials: pd.DataFrame, keys: list[str]) -> list[tuple[str, dict
             continue
         try:
             out.append((label, ref, paired(sub, ref, ["acc"], tuple(keys))))
-        except ValueError:         # the reference is not one setting here: nothing to pair
+        except ValueError:         # the reference is not one of the study's settings: none to pair
             continue
     return [(label, ref, table) for label, ref, table in out if len(table)]
 

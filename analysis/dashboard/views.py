@@ -4,7 +4,7 @@ settings: `Manifest.varying`), as methods where a variant axis sets the client a
 the server optimizer together (`Manifest.axes`), and bytes against ACC where the study compares
 messages (it varies the compression or the adapter, or its base config is a LoRA one). Every
 view's header says the preset, data set and commit it was drawn from. A folder without a
-manifest is refused before it gets here (`analysis/study_folder.py`)."""
+manifest is refused before any view is drawn (`analysis/study_folder.py`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

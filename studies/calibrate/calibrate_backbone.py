@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preset", default="cifar10-local", help="run preset (random backbone)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..S-1 (default 3)")
     p.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
-    p.add_argument("--json", metavar="FILE", help="also write every run's row here")
+    p.add_argument("--json", metavar="FILE", help="also write every run's row to FILE (JSON)")
     p.add_argument("--table-from", metavar="FILE",
                    help="print the table of the rows a --json run wrote, running nothing")
     args = p.parse_args(argv)

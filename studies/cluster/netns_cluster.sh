@@ -2,9 +2,9 @@
 # A Ray cluster on one machine that behaves like three: a head and two workers, each in its own
 # network namespace with its own IP (iproute2 + a bridge; needs root), each `ray start` with its
 # own --temp-dir. It runs one grid (stragglers), one search (search, 3 draws) and one FLoCoRA
-# study (flocora_quantization) at --preset smoke from a driver on the head, then the faults of
-# issue 20 that a user meets on a cluster, each with its exit code; a summary line per step
-# goes to $WORK/summary.txt. Everything it started is stopped by PID at the end (never
+# study (flocora_quantization) at --preset smoke from a driver on the head, then the faults
+# that a user meets on a cluster, each with its exit code; a summary line per step goes to
+# $WORK/summary.txt. Everything it started is stopped by PID at the end (never
 # `ray stop`: that would end every Ray on the machine).
 #
 #   sudo bash studies/cluster/netns_cluster.sh            # WORK=/tmp/fcl-netns-XXXX
@@ -13,7 +13,7 @@
 # Steps (STEPS, default all): grid search flocora faults storage; also: compare (the grid run
 # locally, rows compared with the cluster's), loss (both workers stopped mid-study, then back
 # and --resume; needs HEAD_CPUS=0, the usual lab head), client (a driver on Ray Client from a
-# machine that is not a node and cannot see --storage; needs `ray[client]`, not run here).
+# machine that is not a node and cannot see --storage; needs `ray[client]`).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$REPO/.venv/bin/python}

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the repository root, after studies/gpu/bundle.sh made .device/ here:
-# unpack it, write CIFAR-10 into data/, run every study at cifar10-gpu one after another, and
-# after each one pack all finished studies' Parquet into $OUT/results.tgz, so that a call cut
-# short still brings back every study it finished. The `device` tool's call:
+# On the GPU machine, from the repository root of a working tree that carries the .device/
+# that studies/gpu/bundle.sh built: unpack it, write CIFAR-10 into data/, run every study at
+# cifar10-gpu one after another, and after each one pack all finished studies' Parquet into
+# $OUT/results.tgz, so that a run cut short still returns every study it finished:
 #
-#   run(command="bash studies/gpu/run.sh", carry=[".device"], timeout_s=600)
+#   OUT=out/gpu bash studies/gpu/run.sh
 #
-# then here: tar xzf <files_at>/results.tgz -C results/gpu  (and see $OUT/log.txt).
+# then, in the checkout the studies are kept in: tar xzf results.tgz -C results/gpu (and see
+# $OUT/log.txt).
 # FCL_PRESET, FCL_STUDIES, FCL_TRIAL (the trial resources), FCL_BUNDLE and FCL_WORK (the
 # scratch folder) override the defaults below.
 set -uo pipefail
@@ -17,7 +18,7 @@ trial=${FCL_TRIAL:---cpus-per-trial 2 --gpus-per-trial 0.125}     # 8 trials sha
 bundle=${FCL_BUNDLE:-.device}
 work=${FCL_WORK:-/tmp/fcl-gpu}
 site=$work/site
-results=$work/results                     # this call's studies only
+results=$work/results                     # this run's studies only
 rm -rf "$results" && mkdir -p "$out" "$site"
 export PYTHONPATH="$site:$PWD" PYTHONUNBUFFERED=1
 if [ -d "$bundle" ]; then          # else: the Python environment as it is (a test, a laptop)
