@@ -1,6 +1,7 @@
 """What a run and a study print while they run: the round line's elapsed time and ETA, the
 study's one progress line (trials done / running / failed / to go, ETA) and its best config."""
 import math
+import time
 from types import SimpleNamespace
 
 import pandas as pd
@@ -33,7 +34,7 @@ from fcl.tune.progress import LineReporter, best_line, eta_s, study_line  # noqa
 def test_study_line():
     assert study_line(3, 2, 1, 6, 75, 150) == (
         "trials 3 done, 2 running, 1 failed, 6 to go; elapsed 1:15 ETA 2:30")
-    assert study_line(0, 2, 0, 4, 5, None).endswith("ETA ?")
+    assert study_line(0, 2, 0, 4, 5, None).endswith("elapsed 0:05 ETA unknown")
 
 
 def test_eta_from_the_cost_model_then_from_finished_trials():
@@ -53,6 +54,54 @@ def test_line_reporter_counts_trials_by_status(capsys):
     # 2 to go + 1 running counted half, at the finished trials' 30 s, 2 at a time: 37.5 s
     assert line.startswith("trials 2 done, 1 running, 1 failed, 2 to go; elapsed 0:0")
     assert line.endswith("ETA 0:38")
+
+
+def test_eta_is_unknown_until_a_trial_finishes_without_a_prior(capsys):
+    def trial(status, wall=None):
+        return SimpleNamespace(status=status, last_result={} if wall is None
+                               else {"time_total_s": wall})
+    # the elapsed time counts from the driver's start, given (Ray's start counts too)
+    rep = LineReporter(total=4, concurrent=2, prior_s=None, start=time.perf_counter() - 65)
+    rep.report([trial("RUNNING"), trial("RUNNING"), trial("PENDING")], done=False)
+    assert capsys.readouterr().out.strip() == (
+        "trials 0 done, 2 running, 0 failed, 2 to go; elapsed 1:05 ETA unknown")
+    rep.report([trial("TERMINATED", 8.0), trial("RUNNING"), trial("PENDING")], done=False)
+    # 2 to go + 1 running counted half, at the finished trial's 8 s, 2 at a time
+    assert capsys.readouterr().out.strip().endswith("elapsed 1:05 ETA 0:10")
+
+
+def test_the_cost_prior_counts_what_a_run_costs_beyond_training():
+    """A smoke trial (hundreds of samples) takes about a second, not the 0.1 s of its training
+    at the CPU rate: the prior of 12 such trials, 2 at a time, read `ETA 0:01`."""
+    import fcl
+    from fcl.tune.cost import RUN_FIXED_S, cpu_seconds
+    cfg = fcl.configure("smoke", {"model.width": 8})            # 4000 samples/s per core
+    assert cpu_seconds(400, 1, cfg, 1) == pytest.approx(0.1 + RUN_FIXED_S)
+    assert cpu_seconds(1200, 3, cfg, 1) == pytest.approx(0.3 + 3 * RUN_FIXED_S)   # 3 seeds
+    assert eta_s(12, 2, [], cpu_seconds(400, 1, cfg, 1)) >= 6
+    assert cpu_seconds(400, 1, fcl.configure("smoke", {"model.backbone": "resnet18"}), 1) is None
+
+
+def test_a_study_ends_with_its_elapsed_time_from_the_drivers_start(tmp_path, monkeypatch, capsys):
+    """`run_study` times the study from its start to Ray's stop, not from Tune's loop."""
+    import io
+
+    from fcl.tune import Study, StudyOptions, grid, run_study
+    from fcl.tune import run as run_module
+    from fcl.tune.study import StudyOutcome
+    seen = {}
+
+    def claimed(plan, state, t0, out, table=False):          # Ray's part, 0.2 s long
+        seen["t0"] = t0
+        time.sleep(0.2)
+        return StudyOutcome(1, finished=1, wall_s=0.0)
+    monkeypatch.setattr(run_module, "run_claimed", claimed)
+    out, before = io.StringIO(), time.perf_counter()
+    outcome = run_study(Study("timed", {"client.lr": grid(0.05)}),
+                        StudyOptions(preset="smoke", results=str(tmp_path)), out=out)
+    after = time.perf_counter()
+    assert before <= seen["t0"] and 0.2 <= outcome.wall_s <= after - seen["t0"]
+    assert out.getvalue().splitlines()[-1] == f"elapsed {clock(outcome.wall_s)} in all"
 
 
 def test_best_line_names_the_config_with_its_seeds_averaged():

@@ -22,6 +22,22 @@ from fcl.tune.study import StudyOutcome
 # 250 so scaled. Ray's start of each trial (a few seconds) comes on top.
 CPU_SAMPLES_PER_S = {"resnet_tiny": 1000.0}
 
+# What a seed run costs beyond its training samples at that rate: the data split, the
+# evaluations, a report and a checkpoint every round. Smoke trials (400 samples, width 8) took
+# 0.8-1.7 s of Tune's time_total_s on 2 cores, against 0.1 s of training at the scaled rate;
+# without it a small study's ETA read 0:01 before its first trial ended. A study's real trials
+# (minutes each) hardly notice it.
+RUN_FIXED_S = 1.0
+
+
+def cpu_seconds(samples: float, runs: float, cfg: RunConfig, threads: int) -> float | None:
+    """Seconds that `runs` seed runs training `samples` in all take on CPU, `threads` cores
+    each (one at a time); None where no rate was measured for `cfg`'s backbone."""
+    rate = CPU_SAMPLES_PER_S.get(cfg.model.backbone)
+    if not rate:
+        return None
+    return samples / (rate * (16 / cfg.model.width) ** 2 * threads) + runs * RUN_FIXED_S
+
 # Config keys `training_samples` reads: a searched one changes what a trial costs.
 COST_KEYS = ("rounds", "client.local_epochs", "participation.straggler_prob",
              "participation.fraction", "data.num_clients", "data.num_tasks",
@@ -114,7 +130,9 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
     rate = CPU_SAMPLES_PER_S.get(base.model.backbone)
     if rate and not gpus:
         rate *= (16 / base.model.width) ** 2          # measured at width 16; cost ~ width^2
-        minutes = [_minutes(n / (rate * threads * concurrent) / 60) for n in (mean, most)]
+        runs = trials * seeds_per_trial
+        minutes = [_minutes(cpu_seconds(n, runs, base, threads) / concurrent / 60)
+                   for n in (mean, most)]
         upto = f" (at most {minutes[1]})" if most > mean else ""
         cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time "
                  f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone} "

@@ -32,7 +32,7 @@ class Reporter(tune.CLIReporter):
 
 def study_line(done: int, running: int, failed: int, to_go: int, elapsed: float,
                eta: float | None) -> str:
-    left = "ETA ?" if eta is None else f"ETA {clock(eta)}"
+    left = "ETA unknown" if eta is None else f"ETA {clock(eta)}"
     return (f"trials {done} done, {running} running, {failed} failed, {to_go} to go; "
             f"elapsed {clock(elapsed)} {left}")
 
@@ -46,12 +46,15 @@ def eta_s(remaining: float, concurrent: int, trial_s: list[float], prior_s: floa
 
 
 class LineReporter(Reporter):
-    """One line per report instead of Tune's table (`--tune-table` brings that back)."""
+    """One line per report instead of Tune's table (`--tune-table` brings that back). The
+    elapsed time counts from `start` (`time.perf_counter()` at the driver's start, so Ray's
+    start counts too), else from the reporter's creation."""
 
-    def __init__(self, total: int, concurrent: int, prior_s: float | None, **kwargs):
+    def __init__(self, total: int, concurrent: int, prior_s: float | None,
+                 start: float | None = None, **kwargs):
         super().__init__(**kwargs)
         self._total, self._concurrent, self._prior = total, concurrent, prior_s
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if start is None else start
 
     def report(self, trials, done: bool, *sys_info: str):
         by = {}

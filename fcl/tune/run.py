@@ -19,6 +19,7 @@ from typing import TextIO
 
 import ray
 
+from fcl.cli import clock
 from fcl.config import ConfigError, with_overrides
 from fcl.manifest import replace_study_files
 from fcl.results_io import ERROR, TERMINATED
@@ -57,10 +58,15 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
             if plan.address is not None:
                 check_cluster(plan)
             state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
-            return run_claimed(plan, state, t0, out, table)
+            outcome = run_claimed(plan, state, t0, out, table)
         finally:
             if started:
                 ray.shutdown()
+    # Ray has stopped (a local one in run_claimed): the study's time from the driver's start
+    outcome = replace(outcome, wall_s=time.perf_counter() - t0)
+    if not outcome.interrupted:          # an interrupted study ends in its one line
+        print(f"elapsed {clock(outcome.wall_s)} in all", file=out)
+    return outcome
 
 
 def check_cluster(plan: StudyPlan) -> None:
@@ -88,7 +94,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         watch = None if autoscales or cluster.is_client() else nodes.InfeasibleWatch(res.cpus,
                                                                                     res.gpus)
         nodes.stopped().clear()
-        grid, interrupted, full = fit(plan, state, res, out, table, watch)
+        grid, interrupted, full = fit(plan, state, res, out, table, watch, t0)
         if nodes.stopped():
             raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", nodes.stopped()[0],
                               f"the same command with --resume once a node fits: "
@@ -107,13 +113,14 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
 
 
 def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO,
-        table: bool = False, watch: nodes.InfeasibleWatch | None = None):
+        table: bool = False, watch: nodes.InfeasibleWatch | None = None,
+        start: float | None = None):
     """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted,
-    the trials that hit a full disk)."""
+    the trials that hit a full disk). `start`: the driver's start, for the elapsed time."""
     states.enter(state, plan.opts, plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
-    tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [])
+    tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
     with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full, \
             progress.filtered_ray_logs(export.OneLineFailures()):
         try:

@@ -11,7 +11,7 @@ from ray.tune import ExperimentAnalysis
 
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, nodes, trackers
-from fcl.tune.cost import CPU_SAMPLES_PER_S, point_cost
+from fcl.tune.cost import cpu_seconds, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import LineReporter, Reporter
@@ -23,8 +23,11 @@ from fcl.tune.trainable import train_trial
 
 
 def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO,
-               table: bool = False, callbacks: list | None = None) -> tune.Tuner:
-    """`callbacks`: more Tune callbacks for a new study (a resumed one runs those it had)."""
+               table: bool = False, callbacks: list | None = None,
+               start: float | None = None) -> tune.Tuner:
+    """`callbacks`: more Tune callbacks for a new study (a resumed one runs those it had);
+    `start`: the driver's start (`time.perf_counter()`), where the progress line's elapsed
+    time counts from."""
     name, opts = plan.name, plan.opts
     rotate_checkpoints_safely()              # new and restored Tuners: resuming is where it bit
     trainable = bound_trainable(plan, res)
@@ -42,7 +45,7 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
                                   scheduler=plan.scheduler,
                                   max_concurrent_trials=opts.max_concurrent, reuse_actors=True)
     return tune.Tuner(trainable, param_space=param_space, tune_config=tune_config,
-                      run_config=run_config(plan, state, reporter(plan, res, table),
+                      run_config=run_config(plan, state, reporter(plan, res, table, start),
                                             callbacks or []))
 
 
@@ -94,20 +97,21 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
         checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
 
 
-def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool) -> Reporter:
-    """Tune's table (`--tune-table`), else one line: trials done / running / failed / to go and
-    an ETA from the dry run's cost model (`fcl.tune.cost`) until trials finish."""
+def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
+             start: float | None = None) -> Reporter:
+    """Tune's table (`--tune-table`), else one line: trials done / running / failed / to go,
+    the elapsed time since `start` and an ETA from the dry run's cost model (`fcl.tune.cost`)
+    until trials finish."""
     if table:
         return progress_reporter(plan.space, plan.study.searcher)
     points = grid_points(plan.space)
     total = plan.opts.num_samples * (1 if plan.study.searcher else len(points))
-    prior, rate = None, CPU_SAMPLES_PER_S.get(plan.cfg.model.backbone)
-    if rate and not res.gpus:
+    prior = None
+    if not res.gpus:
         samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
-        prior = samples * plan.trial_seeds / (rate * (16 / plan.cfg.model.width) ** 2
-                                              * res.threads)
+        prior = cpu_seconds(samples * plan.trial_seeds, plan.trial_seeds, plan.cfg, res.threads)
     concurrent = slots(res, plan.opts.max_concurrent)
-    return LineReporter(total, concurrent, prior, max_report_frequency=30)
+    return LineReporter(total, concurrent, prior, start, max_report_frequency=30)
 
 
 def progress_reporter(space: Space, searcher: str | None) -> Reporter:
