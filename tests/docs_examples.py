@@ -4,7 +4,9 @@ Every ```bash and ```python block is an example (```text blocks are printed outp
 run unless the line right after it says why not, `<!-- example: not run: why -->`; a block whose
 last command should fail says `<!-- example: exits N -->`; a block of studies whose flags, keys
 and plan are checked without training says `<!-- example: dry run -->` (each study command gets
-`--dry-run`: what a test of its own runs for real, e.g. tests/test_tune_asha.py). A page's blocks run in order in one
+`--dry-run`: what a test of its own runs for real, e.g. tests/test_tune_asha.py); a block that
+shows a piece of the source says `<!-- example: excerpt of PATH -->`, and each of its code lines
+(comments aside) must be a line of that file. A page's blocks run in order in one
 working folder, so a model one block saves is the model the next block loads.
 
 "At smoke size" is the same command on less work, by the rules of `smoke_command`: a run preset
@@ -43,7 +45,13 @@ class Block:
 
     @property
     def runs(self) -> bool:
-        return self.language in RUN_LANGUAGES and not (self.marker or "").startswith("not run")
+        return (self.language in RUN_LANGUAGES and self.excerpt_of is None
+                and not (self.marker or "").startswith("not run"))
+
+    @property
+    def excerpt_of(self) -> Path | None:
+        match = re.fullmatch(r"excerpt of (\S+)", self.marker or "")
+        return ROOT / match.group(1) if match else None
 
     @property
     def dry_run(self) -> bool:
@@ -59,6 +67,11 @@ def blocks(page: Path) -> list[Block]:
     text = page.read_text()
     return [Block(page, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2), m.group(3))
             for m in FENCE.finditer(text)]
+
+
+def excerpt_lines(code: str) -> list[str]:
+    """An excerpt's code lines, stripped of indentation and trailing comments."""
+    return [line.split("  #")[0].strip() for line in code.splitlines() if line.strip()]
 
 
 def commands(code: str) -> list[list[str]]:

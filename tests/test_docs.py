@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from docs_examples import (PAGES, ROOT, blocks, commands, is_set_up, python_at_smoke_size,
-                                 smoke_command)
+from docs_examples import (PAGES, ROOT, blocks, commands, excerpt_lines, is_set_up,
+                           python_at_smoke_size, smoke_command)
 
 EXAMPLE_TIMEOUT_S = 900          # a page's examples on a busy 2-core machine
 README_MAX_LINES = 200
@@ -68,10 +68,21 @@ def test_every_block_says_whether_it_runs():
         for block in blocks(page):
             marker = block.marker or ""
             assert marker == "" or marker.startswith("not run: ") and len(marker) > 12 \
-                or block.exit_code or block.dry_run, f"{block.where}: bad example marker {marker!r}"
+                or block.exit_code or block.dry_run or block.excerpt_of, \
+                f"{block.where}: bad example marker {marker!r}"
             if block.dry_run:
                 assert all(len(c) > 1 and c[1].startswith("studies/") for c in commands(block.code)), \
                     f"{block.where}: only study commands have a dry run"
+
+
+def test_excerpts_match_their_source():
+    """A block shown as an excerpt of a source file is still in that file, line for line."""
+    excerpts = [b for page in PAGES for b in blocks(page) if b.excerpt_of]
+    assert excerpts
+    for block in excerpts:
+        source = {line.strip() for line in block.excerpt_of.read_text().splitlines()}
+        missing = [line for line in excerpt_lines(block.code) if line not in source]
+        assert not missing, f"{block.where}: not in {block.excerpt_of.name}: {missing}"
 
 
 def test_smoke_rules():
