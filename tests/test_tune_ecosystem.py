@@ -281,6 +281,32 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(local_ray, tmp_path):
     assert not (results / "slow" / "trials.parquet").exists()
 
 
+def test_sigterm_stops_like_ctrl_c_with_exit_143(local_ray, tmp_path):
+    """What SLURM, Kubernetes and `timeout` send on preemption: one line, Tune's state kept for
+    --resume, exit 128 + 15 (Ray's own SIGTERM handler would abort with a C++ stack dump)."""
+    script = tmp_path / "slow.py"
+    script.write_text(textwrap.dedent(STUDY_SCRIPT.format()))
+    results = tmp_path / "results"
+    argv = [sys.executable, str(script), "--preset", "smoke", "--seeds", "1", "--results",
+            str(results), "--address", local_ray]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": REPO}, start_new_session=True)
+    pattern = str(results / ".tune" / "slow" / "*" / "checkpoint_*")
+    deadline = time.monotonic() + 300
+    while not glob.glob(pattern) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)                       # to the driver only, as `kill` does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("terminated (SIGTERM): 0 of 2 trials finished (2 to go); "
+                               "continue with: python studies/slow.py --preset smoke")
+    assert lines[0].endswith(" --resume")
+    assert (results / ".tune" / "slow").is_dir() and not (results / "slow" / "trials.parquet").exists()
+
+
 def test_a_rerun_refuses_before_ray_starts(tmp_path, monkeypatch, capsys):
     from fcl.tune import run as run_module
     state = tmp_path / ".tune" / "ablation_lr"

@@ -162,8 +162,8 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:            # a second Ctrl-C, or one outside Tune's loop
         print("interrupted; continue with --resume", file=sys.stderr)
         return 130
-    if outcome.interrupted:
-        return 130
+    if outcome.interrupted:          # the shell's codes: 128 + SIGTERM's 15, 128 + SIGINT's 2
+        return 143 if outcome.terminated else 130
     # 0 only when every trial finished or its scheduler stopped it (the lines above say
     # which failed or did not finish)
     return 1 if outcome.unfinished or outcome.failed else 0

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
+import threading
 import time
 
 import pandas as pd
@@ -108,6 +111,29 @@ def filtered_ray_logs(log_filter: logging.Filter):
     finally:
         for h in handlers:
             h.removeFilter(log_filter)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """SIGTERM (what SLURM, Kubernetes and `timeout` send to stop a job) stops the study as
+    Ctrl-C does: Tune's SIGINT handler stops the trials and keeps its state for `--resume`.
+    Entered once Ray is up, because Ray's core worker installs a failure handler for SIGTERM
+    that dumps its C++ stack and aborts the driver. Yields a list that is non-empty once SIGTERM
+    arrived. Only the main thread can take signals; elsewhere SIGTERM keeps its handler."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def to_sigint(signum, frame):
+        received.append(signum)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGTERM, to_sigint)
+    try:
+        yield received
+    finally:      # a handler installed outside Python (Ray's) reads back as None: the default
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 @contextlib.contextmanager

@@ -115,21 +115,23 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
 def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO,
         table: bool = False, watch: nodes.InfeasibleWatch | None = None,
         start: float | None = None):
-    """Tune's run of the study (the resume policy checked first): (ResultGrid, interrupted,
-    the trials that hit a full disk). `start`: the driver's start, for the elapsed time."""
+    """Tune's run of the study (the resume policy checked first): (ResultGrid, the signal that
+    interrupted it or "", the trials that hit a full disk). `start`: the driver's start, for
+    the elapsed time."""
     states.enter(state, plan.opts, plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
     tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
-    with progress.quiet_interrupt() as interrupted, disk_full.watch(state.path) as full, \
-            progress.filtered_ray_logs(export.OneLineFailures()):
+    with progress.sigterm_as_ctrl_c() as terminated, progress.quiet_interrupt() as interrupted, \
+            disk_full.watch(state.path) as full, progress.filtered_ray_logs(export.OneLineFailures()):
         try:
             grid = tuner.fit()
         except Exception:            # reading back what the full disk truncated (error.pkl)
             if not full:
                 raise
             grid = None
-    return grid, bool(interrupted), list(full)
+    stop = "SIGTERM" if terminated else "SIGINT" if interrupted else ""
+    return grid, stop, list(full)
 
 
 def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> ConfigError:
@@ -141,17 +143,19 @@ def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> Co
                        f"free some space, then continue with: {resume}")
 
 
-def export_study(plan: StudyPlan, grid, interrupted: bool, wall_s: float, out: TextIO
+def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: TextIO
                  ) -> StudyOutcome:
     """The study's Parquet from the trials' last checkpoints, then its manifest (both held
-    back if interrupted: they wait for the study to complete, with --resume)."""
+    back if `interrupted` names a signal: they wait for the study to complete, with
+    --resume)."""
     trials, unfinished = export.read_outcomes(grid, plan.cfg, plan.trial_seeds)
     frames = export.study_frames(plan.name, plan.opts.preset, trials, varying_keys(plan.space))
     df = frames["trials"]
     failed = int((df["status"] == ERROR).sum())
     counts = (len(grid), len(df) - failed, failed, unfinished)
     if interrupted:
-        outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True)
+        outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True,
+                               terminated=interrupted == "SIGTERM")
         print(interrupted_line(outcome, plan.opts), file=sys.stderr)
         return outcome
     folder = os.path.join(plan.opts.results, plan.name)
@@ -197,5 +201,6 @@ def rerun_lines(opts: StudyOptions, failed: int, unfinished: int) -> list[str]:
 
 def interrupted_line(outcome: StudyOutcome, opts: StudyOptions) -> str:
     resume = resume_command(opts)
-    return (f"interrupted: {outcome.finished} of {outcome.trials} trials finished "
+    how = "terminated (SIGTERM)" if outcome.terminated else "interrupted"
+    return (f"{how}: {outcome.finished} of {outcome.trials} trials finished "
             f"({outcome.unfinished} to go); continue with: {resume}")

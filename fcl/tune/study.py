@@ -74,3 +74,4 @@ class StudyOutcome:
     result_grid: Any = None           # Tune's ResultGrid (None for a dry run)
     frames: dict = field(default_factory=dict)   # "trials", "rounds": the exported DataFrames
     interrupted: bool = False         # stopped by Ctrl-C (or SIGTERM); continue with --resume
+    terminated: bool = False          # the stop was SIGTERM (a scheduler's): exit 143, not 130
