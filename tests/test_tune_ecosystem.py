@@ -9,8 +9,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -305,6 +307,53 @@ def test_sigterm_stops_like_ctrl_c_with_exit_143(local_ray, tmp_path):
                                "continue with: python studies/slow.py --preset smoke")
     assert lines[0].endswith(" --resume")
     assert (results / ".tune" / "slow").is_dir() and not (results / "slow" / "trials.parquet").exists()
+
+
+def test_reaper_ends_what_a_dead_driver_left():
+    from fcl.tune import reaper
+    driver = subprocess.Popen(["sleep", "300"])
+    orphan = subprocess.Popen(["sleep", "300"])
+    watched = {orphan.pid: reaper.start_time(orphan.pid)}
+    watcher = threading.Thread(target=reaper.reap,
+                               args=(driver.pid, reaper.start_time(driver.pid), watched))
+    watcher.start()
+    assert orphan.poll() is None
+    driver.kill()
+    driver.wait()
+    watcher.join(timeout=60)
+    assert not watcher.is_alive() and orphan.wait(timeout=60) in (-signal.SIGTERM, -signal.SIGKILL)
+
+
+def test_a_local_ray_ends_with_its_driver_killed_with_9(tmp_path):
+    """kill -9 of a driver that started its own Ray leaves none of its processes running
+    (before, ray::DashboardAgent and ray::RuntimeEnvAgent outlived it)."""
+    from fcl.tune import reaper
+    script = tmp_path / "slow.py"
+    script.write_text(textwrap.dedent(STUDY_SCRIPT.format()))
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.Popen([sys.executable, str(script), "--preset", "smoke", "--seeds", "1",
+                             "--results", str(results)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**env, "PYTHONPATH": REPO},
+                            start_new_session=True)
+    pattern = str(results / ".tune" / "slow" / "*" / "checkpoint_*")
+    deadline = time.monotonic() + 300
+    while not glob.glob(pattern) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None
+    ray_processes = {pid: t for pid, t in reaper.descendants(proc.pid).items()
+                     if "reaper" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")}
+    assert len(ray_processes) >= 3            # GCS, raylet, agents, workers
+    proc.kill()
+    proc.wait()
+    # the watcher ends them within seconds; without it Ray's agents linger for about a minute
+    # (they notice the raylet is gone only then), so the deadline stays well below that
+    deadline = time.monotonic() + 40
+    while reaper.alive(ray_processes) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not reaper.alive(ray_processes), [
+        Path(f"/proc/{pid}/cmdline").read_text(errors="replace").strip("\0")
+        for pid in reaper.alive(ray_processes)]
 
 
 def test_a_rerun_refuses_before_ray_starts(tmp_path, monkeypatch, capsys):

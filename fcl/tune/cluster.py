@@ -14,7 +14,7 @@ import ray.util.client
 import torch
 
 from fcl.config import ConfigError
-from fcl.tune import ray_connect
+from fcl.tune import ray_connect, reaper
 from fcl.tune.nodes import Node, check_fits, one_node
 from fcl.tune.ray_private import autoscaler_node_groups
 
@@ -61,6 +61,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
                           "a head started with --ray-client-server-port PORT that this machine "
                           "reaches; on a cluster with token auth, its ~/.ray/auth_token on "
                           "this machine (or RAY_AUTH_TOKEN)") from None
+    if address is None:
+        reaper.watch_local_ray()       # its agents must not outlive a driver killed with -9
     return True
 
 
