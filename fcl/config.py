@@ -32,6 +32,11 @@ class ConfigError(ValueError):
         self.key, self.value, self.why, self.allowed = key, value, why, allowed
         super().__init__(one_line(f"{key}={value}: {why}; allowed: {allowed}"))
 
+    def __reduce__(self):
+        # pickle rebuilds an exception as cls(*self.args), one argument here: Ray does that to
+        # bring a trial's error to the driver, which then saw a TypeError instead of this line
+        return type(self), (self.key, self.value, self.why, self.allowed)
+
 
 def opt(default: Any, help: str, choices: tuple | None = None,
         check: Callable[[Any], bool] | None = None, allowed: str | None = None,
