@@ -79,7 +79,7 @@ def main_run(args) -> int:
     from fcl.engine import prepare_data, run
     from fcl.manifest import write_run_files
     from fcl.models.factory import build_model
-    from fcl.saved_model import save_model
+    from fcl.saved_model import holds_model, save_model
 
     cfg = config_from_args(args)
     check_device(cfg)
@@ -88,6 +88,9 @@ def main_run(args) -> int:
     if args.save_model is not None:
         check_output("--save-model", args.save_model, "folder",
                      4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
+        if holds_model(args.save_model):      # another run's model is not replaced unasked
+            raise ConfigError("--save-model", args.save_model, "already holds a saved model",
+                              "a new folder, or remove its model.pt and model.json first")
     stream = sys.stderr if args.json else sys.stdout
     t0 = time.perf_counter()          # the data is loaded inside run(): its time counts too
 

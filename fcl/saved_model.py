@@ -12,6 +12,11 @@
                      rounds, wall_s, ...; NaN written as null), so a saved model says how well
                      it did
 
+Both files vouch for each other: model.json holds a sha256 of every task module's tensors and of
+the input statistics, model.pt one of the class lists, so that a model whose weights or classes
+were changed after the run is refused on load (`SavedModelError`). A folder saved before these
+digests existed loads with a warning that it cannot be verified.
+
 The backbone is not stored: it is frozen, so `fcl.models.factory.build_model` rebuilds it
 bit-identically from the config (checked against the stored sha256 on load); only the task
 modules, the part the federation trained, are stored. Evaluating the loaded model on the run's
@@ -24,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import warnings
 
 import torch
 from torch import nn
@@ -37,6 +43,11 @@ from fcl.models.pretrained import input_stats
 from fcl.records import RunSummary
 
 MODEL_FILE, META_FILE, FORMAT = "model.pt", "model.json", 1
+
+
+class SavedModelError(ValueError):
+    """A saved model that is not what its run saved (a file changed, or one file replaced by
+    another run's); `str()` is one line naming the folder and the part that differs."""
 
 
 class TaskClassifier(nn.Module):
@@ -60,8 +71,14 @@ class TaskClassifier(nn.Module):
 
 def tensors_sha256(module: nn.Module) -> str:
     """A hash of a module's state (names, dtypes, shapes and bytes, in name order)."""
+    return state_sha256(module.state_dict())
+
+
+def state_sha256(state: dict[str, torch.Tensor]) -> str:
+    """A hash of named tensors (names, dtypes, shapes and bytes, in name order): the same for
+    the same values whatever file format or torch version stored them."""
     h = hashlib.sha256()
-    for name, t in sorted(module.state_dict().items()):
+    for name, t in sorted(state.items()):
         t = t.detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
@@ -92,26 +109,40 @@ def run_stats(cfg: RunConfig, data: FederatedData) -> tuple[torch.Tensor, torch.
     return d.mean.detach().cpu().float(), d.std.detach().cpu().float()
 
 
+def classes_sha256(task_classes: list[list[int]]) -> str:
+    return hashlib.sha256(json.dumps(task_classes).encode()).hexdigest()
+
+
 def summary_json(summary: RunSummary) -> dict:
     """The summary's fields, NaN as None (JSON has no NaN: a strict reader refuses the file)."""
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v
             for k, v in summary.row().items()}
 
 
+def holds_model(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, f)) for f in (MODEL_FILE, META_FILE))
+
+
 def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedData,
-               summary: RunSummary | None = None) -> list[str]:
+               summary: RunSummary | None = None, replace: bool = False) -> list[str]:
     """Write the trained `model` of a run of `cfg` on `data` to `folder`, with the run's
-    `summary` in model.json when given; returns the paths."""
+    `summary` in model.json when given; returns the paths. A folder that already holds a model
+    is refused (FileExistsError) unless `replace`: a study's trial rewrites its own."""
+    if not replace and holds_model(folder):
+        raise FileExistsError(f"{folder} already holds a saved model")
     os.makedirs(folder, exist_ok=True)
     mean, std = run_stats(cfg, data)
-    blob = {"format": FORMAT,
-            "tasks": [{k: v.detach().cpu().contiguous().clone()
-                       for k, v in m.state_dict().items()} for m in model.tasks],
-            "mean": mean, "std": std, "backbone_sha256": tensors_sha256(model.backbone)}
+    tasks = [{k: v.detach().cpu().contiguous().clone() for k, v in m.state_dict().items()}
+             for m in model.tasks]
+    task_classes = [[int(c) for c in t.classes] for t in data.tasks]
+    blob = {"format": FORMAT, "tasks": tasks, "mean": mean, "std": std,
+            "backbone_sha256": tensors_sha256(model.backbone),
+            "classes_sha256": classes_sha256(task_classes)}
     meta = {"format": FORMAT, "fcl_version": __version__, "config": cfg.to_flat(),
-            "image_shape": list(data.image_shape),
-            "task_classes": [[int(c) for c in t.classes] for t in data.tasks],
-            "backbone": backbone_identity(cfg), "backbone_sha256": blob["backbone_sha256"]}
+            "image_shape": list(data.image_shape), "task_classes": task_classes,
+            "backbone": backbone_identity(cfg), "backbone_sha256": blob["backbone_sha256"],
+            "tasks_sha256": [state_sha256(t) for t in tasks],
+            "stats_sha256": state_sha256({"mean": mean, "std": std})}
     if summary is not None:
         meta["summary"] = summary_json(summary)
     paths = [os.path.join(folder, MODEL_FILE), os.path.join(folder, META_FILE)]
@@ -120,10 +151,34 @@ def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedDat
     return paths
 
 
+def verify(folder: str, meta: dict, blob: dict) -> None:
+    """Refuse (SavedModelError) a model whose tensors or classes are not those its run saved."""
+    if "tasks_sha256" not in meta or "classes_sha256" not in blob:
+        warnings.warn(f"{folder}: saved without digests (an older fcl), so its weights and "
+                      f"classes cannot be verified", stacklevel=3)
+        return
+    fix = "save the run's model again (fcl run --save-model), or restore both files"
+    if classes_sha256(meta["task_classes"]) != blob["classes_sha256"]:
+        raise SavedModelError(f"{folder}: the task classes in {META_FILE} are not those the "
+                              f"run saved with {MODEL_FILE}; {fix}")
+    if len(meta["tasks_sha256"]) != len(blob["tasks"]):
+        raise SavedModelError(f"{folder}: {MODEL_FILE} holds {len(blob['tasks'])} tasks, "
+                              f"{META_FILE} {len(meta['tasks_sha256'])}; {fix}")
+    for t, (state, digest) in enumerate(zip(blob["tasks"], meta["tasks_sha256"])):
+        if state_sha256(state) != digest:
+            raise SavedModelError(f"{folder}: task {t}'s weights in {MODEL_FILE} are not those "
+                                  f"the run saved (sha256 differs); {fix}")
+    if state_sha256({"mean": blob["mean"], "std": blob["std"]}) != meta["stats_sha256"]:
+        raise SavedModelError(f"{folder}: the input statistics in {MODEL_FILE} are not those "
+                              f"the run saved (sha256 differs); {fix}")
+
+
 def load_model(folder: str, device: str | torch.device = "cpu") -> list[TaskClassifier]:
     """The model `fcl run --save-model folder` wrote: one `TaskClassifier` per task (sharing one
-    backbone), in eval mode on `device`. Raises ValueError if the rebuilt backbone differs
-    from the run's (another weights file at that path, another torch init)."""
+    backbone), in eval mode on `device`. Raises SavedModelError (a ValueError) if a task's
+    weights, the classes or the input statistics are not those the run saved, and ValueError
+    if the rebuilt backbone differs from the run's (another weights file at that path, another
+    torch init)."""
     with open(os.path.join(folder, META_FILE)) as f:
         meta = json.load(f)
     blob = torch.load(os.path.join(folder, MODEL_FILE), map_location="cpu", weights_only=True)
@@ -133,6 +188,7 @@ def load_model(folder: str, device: str | torch.device = "cpu") -> list[TaskClas
         raise ValueError(f"{ident['path']}: not the backbone weights file of this run "
                          f"(sha256 differs)")
     classes = meta["task_classes"]
+    verify(folder, meta, blob)
     model = build_model(cfg.model, tuple(meta["image_shape"]), [len(c) for c in classes],
                         cfg.seed)
     if tensors_sha256(model.backbone) != blob["backbone_sha256"]:

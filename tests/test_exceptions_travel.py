@@ -13,11 +13,13 @@ from fcl.config import ConfigError
 from fcl.data.cache import CorruptCache
 from fcl.data.image_dataset import DataError
 from fcl.manifest import ManifestError
+from fcl.saved_model import SavedModelError
 
 EXAMPLES = [ConfigError("model.weights", "/no/such.pt", "no such file", "a checkpoint file"),
             DataError("data/cifar-10-batches-py: missing; torchvision downloads it"),
             ManifestError("results/x/study.json: missing"),
-            CorruptCache("bad digest")]
+            CorruptCache("bad digest"),
+            SavedModelError("runs/m: task 1's weights in model.pt are not those the run saved")]
 
 
 def fcl_exceptions() -> set[type]:

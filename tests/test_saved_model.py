@@ -79,3 +79,70 @@ def test_unwritable_save_model_is_refused_before_the_run(tmp_path, capsys):
                  str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --save-model") and "round" not in err
+
+
+# ---- a saved model is what its run saved ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("saved") / "m"
+    assert main(["run", "--preset", "smoke", "--set", *TINY, "--quiet",
+                 "--save-model", str(folder)]) == 0
+    return folder
+
+
+def tampered(saved, tmp_path, change_meta=None, change_blob=None):
+    import shutil
+    folder = tmp_path / "copy"
+    shutil.copytree(saved, folder)
+    if change_meta:
+        meta = json.loads((folder / "model.json").read_text())
+        change_meta(meta)
+        (folder / "model.json").write_text(json.dumps(meta))
+    if change_blob:
+        blob = torch.load(folder / "model.pt", weights_only=True)
+        change_blob(blob)
+        torch.save(blob, folder / "model.pt")
+    return str(folder)
+
+
+def test_reversed_classes_are_refused(saved, tmp_path):
+    from fcl.saved_model import SavedModelError
+    folder = tampered(saved, tmp_path, change_meta=lambda m: m["task_classes"].reverse())
+    with pytest.raises(SavedModelError, match="task classes in model.json are not those"):
+        fcl.load_model(folder)
+
+
+def test_scaled_weights_are_refused(saved, tmp_path):
+    from fcl.saved_model import SavedModelError
+
+    def times_3(blob):
+        name = next(k for k, v in blob["tasks"][1].items() if v.is_floating_point())
+        blob["tasks"][1][name] = blob["tasks"][1][name] * 3
+    with pytest.raises(SavedModelError, match="task 1's weights in model.pt are not those") as e:
+        fcl.load_model(tampered(saved, tmp_path, change_blob=times_3))
+    assert "\n" not in str(e.value)
+
+
+def test_changed_statistics_are_refused(saved, tmp_path):
+    from fcl.saved_model import SavedModelError
+    folder = tampered(saved, tmp_path, change_blob=lambda b: b.update(std=b["std"] * 2))
+    with pytest.raises(SavedModelError, match="input statistics"):
+        fcl.load_model(folder)
+
+
+def test_a_model_saved_without_digests_loads_with_a_warning(saved, tmp_path):
+    def old(meta):
+        del meta["tasks_sha256"], meta["stats_sha256"]
+    folder = tampered(saved, tmp_path, change_meta=old,
+                      change_blob=lambda b: b.pop("classes_sha256"))
+    with pytest.warns(UserWarning, match="cannot be verified"):
+        assert len(fcl.load_model(folder)) == 5
+
+
+def test_save_model_into_a_saved_model_is_refused_before_the_run(saved, tmp_path, capsys):
+    before = (saved / "model.pt").read_bytes()
+    assert main(["run", "--preset", "smoke", "--set", *TINY, "--save-model", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already holds a saved model" in err and "round" not in err
+    assert (saved / "model.pt").read_bytes() == before

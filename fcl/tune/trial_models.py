@@ -30,7 +30,7 @@ def save_trial_models(runs, results, checkpoint_dir: str) -> None:
     for run, result in zip(runs, results):
         cfg = run.plan.cfg
         save_model(os.path.join(checkpoint_dir, MODELS, config_hash(cfg)), cfg, run.plan.model,
-                   run.plan.data, result.summary)
+                   run.plan.data, result.summary, replace=True)
 
 
 def checkpoint_models(checkpoint) -> dict[str, str]:
