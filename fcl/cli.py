@@ -76,7 +76,7 @@ RUN_OUTPUT_BYTES = 1 << 20      # a run's three Parquet files and manifest: ~0.1
 
 def main_run(args) -> int:
     from fcl.communication import params_report
-    from fcl.engine import prepare_data, run
+    from fcl.engine import DIVERGED_LOSS, prepare_data, run
     from fcl.manifest import write_run_files
     from fcl.models.factory import build_model
     from fcl.saved_model import holds_model, save_model
@@ -128,6 +128,10 @@ def main_run(args) -> int:
               f"(TCC {s.tcc_bytes / 1e6:.2f} MB, {s.compression_ratio:.2f}x less than "
               f"full-model FedAvg)  {s.rounds} rounds in {s.wall_s:.1f} s "
               f"({s.samples_per_s:.0f} samples/s)")
+    if s.diverged:        # data, not an error: the run exits 0, its numbers marked
+        print(f"warning: the run diverged at round {s.diverged_round} (training loss above "
+              f"{DIVERGED_LOSS:g} or not finite, or a server state not finite); its metrics "
+              f"are those of a failed optimisation", file=sys.stderr)
     if failed:
         print(failed, file=sys.stderr)
         return EXIT_WRITE_FAILED

@@ -84,6 +84,14 @@ class TaskServerState:
     opt: OptState
 
 
+# A run diverged once the mean training loss of a round's reports is not finite or exceeds this
+# bound, or a task's server state stops being finite. Cross-entropy starts near ln C (below 7 even
+# for 1000 classes) and falls as a run learns; a diverging run passes 1e3 within a round or two
+# (server.lr=1e6 reached 1e6). A diverged run goes on to its last round, as any other: an LR
+# grid with diverged corners is data, and its cells keep their numbers, marked.
+DIVERGED_LOSS = 1e3
+
+
 @dataclass(frozen=True)
 class Totals:
     """Running sums over the rounds so far (what the summary needs, without the history)."""
@@ -93,6 +101,7 @@ class Totals:
     full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
     drift_sum: float = 0.0           # of the rounds' drift, over rounds where clients reported
     drift_rounds: int = 0
+    diverged_round: int = -1         # the first round that diverged (`DIVERGED_LOSS`), -1: none
 
     @property
     def tcc(self) -> int:
@@ -443,8 +452,20 @@ def server_update(plan: Plan, state: RunState, down: Downlink, up: Uplink, r: in
         changes[t] = TaskChange(len(reports), cosine_distance(params, old.params,
                                                               head_weights(names.trainable)),
                                 cosine_distance(params, old.params))
+    totals = add_totals(state.totals, down, up)
+    if totals.diverged_round < 0 and diverged(up, [tasks[t] for t in changes]):
+        totals = replace(totals, diverged_round=r)
     return replace(state, next_round=r + 1, tasks=tuple(tasks), first_update=tuple(first),
-                   algorithm=algo_state, totals=add_totals(state.totals, down, up)), changes
+                   algorithm=algo_state, totals=totals), changes
+
+
+def diverged(up: Uplink, updated: list[TaskServerState]) -> bool:
+    """Whether this round's reports or updated server states show divergence (`DIVERGED_LOSS`)."""
+    if up.reports:
+        loss = float(torch.stack([rep.loss for rep in up.reports]).mean())
+        if not (math.isfinite(loss) and loss <= DIVERGED_LOSS):
+            return True
+    return any(not bool(torch.isfinite(v).all()) for ts in updated for v in ts.params.values())
 
 
 def evaluate_if_due(plan: Plan, state: RunState, r: int) -> RunState:
@@ -485,7 +506,7 @@ def add_totals(t: Totals, down: Downlink, up: Uplink) -> Totals:
     return Totals(t.bytes_up + up.nbytes, t.bytes_down + down.nbytes, t.samples + up.samples,
                   t.full_bytes + down.full_nbytes + up.full_nbytes,
                   t.drift_sum + up.drift if reported else t.drift_sum,
-                  t.drift_rounds + reported)
+                  t.drift_rounds + reported, t.diverged_round)
 
 
 def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
@@ -501,7 +522,8 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
         drift_mean=totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
         trainable_params_per_task=sum(t.numel() for t in state.tasks[0].params.values()),
         device=plan.device, precision=plan.precision, layout=plan.layout,
-        batched_clients=plan.batched_clients)
+        batched_clients=plan.batched_clients, diverged=totals.diverged_round >= 0,
+        diverged_round=totals.diverged_round)
 
 def head_weights(trainable: list[str]) -> list[str]:
     """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""

@@ -87,6 +87,8 @@ class RunSummary(Record):
     precision: str
     layout: str            # memory format the convolutions ran in: nchw or nhwc
     batched_clients: bool  # whether clients of a task trained in one vmapped step
+    diverged: bool = False     # the loss or a server state blew up (fcl.engine.DIVERGED_LOSS)
+    diverged_round: int = -1   # the first such round, -1: none
 
 
 PANDAS_TYPES = {int: "int64", float: "float64", bool: "bool", str: "string"}

@@ -2,10 +2,17 @@
 refactors of the engine, the records and the Tune layer.
 
     python tests/golden.py            # prints the metrics as JSON (what golden_metrics.json holds)
-    python tests/golden.py --write    # rewrites tests/golden_metrics.json (after a change that
-                                      # is meant to change numbers; say why in the commit)
+    python tests/golden.py --write    # writes this machine's kind into tests/golden_metrics.json
+                                      # (a new machine kind, or a change meant to change numbers:
+                                      # say why in the commit)
 
-`tests/test_golden.py` runs the same configs and compares the JSON text exactly. The configs
+Float results are bit-identical on one machine, not across machines: oneDNN picks other
+kernels on an AVX-512 CPU than on an AVX2 one, and they sum in another order. So the file keeps
+one golden set per machine kind (`machine_kind`: the CPU's widest vector ISA and torch's
+version). `tests/test_golden.py` compares the JSON text exactly where the file has this
+machine's kind; on another kind it compares every count, byte total and JSON key exactly and
+every float within a relative 1e-4 (absolute 1e-6) of the first stored kind (and says so in its name).
+`--write` adds or replaces this machine's kind only. The configs
 cover NetTailor and LoRA, values and delta payloads, 32/8/4 bits, FedSGD, FedAdam and FedYogi,
 SCAFFOLD and FedProx, stragglers, and each task order. Wall times and the device are left out
 (they are not functions of the config); every other number is printed with `repr` (exact).
@@ -15,6 +22,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+ISA_FLAGS = ("amx_tile", "avx512_bf16", "avx512f", "avx2")     # widest first
 
 SMALL = {"rounds": 5, "data.num_tasks": 5, "data.num_clients": 3, "data.train_per_class": 20,
          "data.test_per_class": 10, "model.width": 8, "client.local_epochs": 1,
@@ -68,16 +77,61 @@ def _exact(x):
     return x
 
 
+def machine_kind() -> str:
+    """`avx512_bf16-torch2.14.1`: what decides which float kernels a CPU run uses."""
+    import platform
+
+    import torch
+    try:
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        flags = []
+    isa = next((f for f in ISA_FLAGS if f in flags), platform.machine() or "cpu")
+    return f"{isa}-torch{torch.__version__.split('+')[0]}"
+
+
+def stored() -> dict[str, dict]:
+    """{machine kind: {config: metrics}} as the file holds them."""
+    return json.loads(GOLDEN.read_text())
+
+
 def golden_text(names=None) -> str:
     return json.dumps({n: _exact(metrics(n)) for n in (names or CONFIGS)}, indent=1,
                       sort_keys=True) + "\n"
+
+
+def close(a, b, rel: float = 1e-4, path: str = "", absolute: float = 1e-6) -> list[str]:
+    """Where two golden JSON values differ beyond `rel` (or `absolute`: a cosine distance near 0
+    is 1 - cos in float32, whose last bits are noise) for floats, written as repr strings, or
+    at all for everything else."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{path}: keys {sorted(a.keys() ^ b.keys())}"]
+        return [d for k in a for d in close(a[k], b[k], rel, f"{path}.{k}", absolute)]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} vs {len(b)} items"]
+        return [d for i, (x, y) in enumerate(zip(a, b))
+                for d in close(x, y, rel, f"{path}[{i}]", absolute)]
+    if isinstance(a, str) and isinstance(b, str) and a != b:
+        try:
+            x, y = float(a), float(b)
+        except ValueError:
+            return [f"{path}: {a!r} vs {b!r}"]
+        if not (x == y or abs(x - y) <= max(rel * max(abs(x), abs(y)), absolute)):
+            return [f"{path}: {a} vs {b}"]
+        return []
+    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     text = golden_text()
     if "--write" in sys.argv[1:]:
-        GOLDEN.write_text(text)
-        print(f"wrote {GOLDEN}")
+        kinds = stored() if GOLDEN.exists() else {}
+        kinds[machine_kind()] = json.loads(text)
+        GOLDEN.write_text(json.dumps(kinds, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {machine_kind()} into {GOLDEN}")
     else:
         print(text, end="")

@@ -117,8 +117,11 @@ def stopped(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("FCL_OFFLINE", "1")
 
+    import fcl.engine                  # fcl.cli imports a command's modules when it runs
+    prepare = fcl.engine.prepare_data
+
     def run(cfg, on_round=None, **_):
-        start(cfg, None, None, None)
+        start(cfg, prepare(cfg), None, None)
         raise Reached
 
     def table(workloads, modes, rounds, overrides, repeats, out=None, **_):
@@ -128,8 +131,8 @@ def stopped(tmp_path_factory):
                 with_overrides(cfg, fcl.bench.MODES[m])
         return []
 
-    mp.setattr(fcl.cli, "run", run)
-    mp.setattr(fcl.cli, "prepare_data", lambda cfg: None)
+    mp.setattr(fcl.engine, "run", run)
+    mp.setattr(fcl.engine, "prepare_data", lambda cfg: None)
     mp.setattr(fcl.bench, "bench_table", table)
     mp.setattr(fcl.bench, "profile_run", lambda cfg, data: "")
     folder = tmp_path_factory.mktemp("fuzz")

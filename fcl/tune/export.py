@@ -262,7 +262,10 @@ def summary_line(trials_df: pd.DataFrame) -> str:
     done = trials_df[trials_df["status"] == TERMINATED]
     stopped = int((trials_df["status"] == EARLY_STOPPED).sum())
     failed = len(trials_df) - len(done) - stopped
-    best = "" if done.empty else f"; best ACC {done['acc'].max():.2f}%"
+    diverged = done["diverged"].fillna(False).astype(bool) if "diverged" in done else None
+    kept = done if diverged is None else done[~diverged]
+    best = "" if kept.empty else f"; best ACC {kept['acc'].max():.2f}%"
     early = f", {stopped} stopped early (ASHA)" if stopped else ""
-    return (f"{len(done)} trials finished{early}, {failed} failed{best}; "
+    blown = f" ({int(diverged.sum())} diverged)" if diverged is not None and diverged.any() else ""
+    return (f"{len(done)} trials finished{blown}{early}, {failed} failed{best}; "
             f"{done['wall_s'].sum() / 60:.1f} trial-minutes")

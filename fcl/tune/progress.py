@@ -75,8 +75,10 @@ class LineReporter(Reporter):
 
 def best_line(trials_df: pd.DataFrame, keys: list[str]) -> str:
     """The configuration with the best ACC, its seeds averaged: `best ACC 69.9%: client.lr=0.05,
-    server.lr=0.5 (3 seeds)`; "" when no trial finished."""
+    server.lr=0.5 (3 seeds)`; "" when no trial finished without diverging."""
     done = trials_df[trials_df["status"] == TERMINATED]
+    if "diverged" in done:         # a diverged run's ACC is not a setting's merit
+        done = done[~done["diverged"].fillna(False).astype(bool)]
     if done.empty:
         return ""
     keys = [k for k in keys if k in done and k != "seed"]
