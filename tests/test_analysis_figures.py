@@ -106,6 +106,29 @@ def test_heatmap_cells_on_numbers_worked_by_hand(study_results, tmp_path):
     assert np.allclose(stds, math.sqrt(2))
 
 
+def test_heatmap_cells_mark_the_seeds_that_diverged(study_results, tmp_path, monkeypatch):
+    folder = tmp_path / "results" / "stragglers"
+    shutil.copytree(study_results / "stragglers", folder)
+    trials = pd.read_parquet(folder / "trials.parquet")
+    prob = trials["participation.straggler_prob"]
+    first_cell = prob == prob.min()
+    trials["diverged"] = first_cell & (trials["seed"] == trials["seed"].max())
+    trials.to_parquet(folder / "trials.parquet")
+    restamp(folder)
+    texts = []
+    real_save = fcl_paper.save_figure
+
+    def save(fig, *args, **kwargs):
+        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
+        texts.append(fig._suptitle.get_text())
+        return real_save(fig, *args, **kwargs)
+    monkeypatch.setattr(fcl_paper, "save_figure", save)
+    fcl_paper.fig5e(load_study(tmp_path / "results", "stragglers"), tmp_path)
+    marked = [t for t in texts if t.endswith("\n1 diverged")]
+    assert len(marked) == 2                     # the ACC and the BWT_f cell of that setting
+    assert "'N diverged': seeds whose run diverged" in texts[-1]
+
+
 def test_fig5d_shows_iid_as_alpha_inf_first(study_results, tmp_path):
     produced = fcl_paper.fig5d(load_study(study_results, "noniid"), tmp_path)
     assert list(produced.panels["acc"].columns) == [math.inf, 1.0]

@@ -155,15 +155,18 @@ def _heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: st
     w = max(3.0, 1.2 * ncols + 1.5)
     fig, axs = plt.subplots(len(facets), 2, figsize=(2 * w, 0.9 * (
         trials[rows].nunique() if rows else 1) * len(facets) + 1.8 * len(facets)), squeeze=False)
-    drawn, summaries = {}, []
+    drawn, summaries, any_diverged = {}, [], False
     for i, (ptitle, df) in enumerate(facets):
         for j, (metric, label) in enumerate((("acc", "ACC (%)"), ("bwt_f", "BWT_f (points)"))):
             stats = seed_summary(df, list(axes), metric)
             mean = _grid(stats, rows, cols, "mean", col_order)
             std = _grid(stats, rows, cols, "std", col_order)
-            annot = np.vectorize(lambda m, s: "" if math.isnan(m) else (
-                f"{m:.2f}" if math.isnan(s) else f"{m:.2f}\n±{s:.2f}"))(mean.to_numpy(float),
-                                                                        std.to_numpy(float))
+            blown = _diverged_grid(df, axes, rows, cols, col_order, mean)
+            annot = np.vectorize(lambda m, s, n: "" if math.isnan(m) else (
+                f"{m:.2f}" if math.isnan(s) else f"{m:.2f}\n±{s:.2f}") + (
+                f"\n{n:.0f} diverged" if n > 0 else ""))(mean.to_numpy(float),
+                                                         std.to_numpy(float), blown)
+            any_diverged = any_diverged or bool((blown > 0).any())
             if metric == "acc":      # green: darker is higher accuracy
                 colour, style = mean, dict(cmap="Greens", cbar_kws={"label": "ACC"})
             else:                    # red: darker is a larger drop; no drop (>= 0) is white
@@ -179,10 +182,22 @@ def _heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: st
                 axs[i][j].set_yticks([])
             drawn[f"{ptitle}|{metric}" if ptitle else metric] = mean
             summaries.append(tag(stats.assign(metric=metric), ptitle))
-    fig.suptitle(f"{title} (cells: mean ± std over seeds)")
+    diverged_note = "; 'N diverged': seeds whose run diverged" if any_diverged else ""
+    fig.suptitle(f"{title} (cells: mean ± std over seeds{diverged_note})")
     fig.tight_layout()
     paths = save_figure(fig, out, name, study.provenance)
     return Produced(paths, pd.concat(summaries, ignore_index=True), drawn)
+
+
+def _diverged_grid(df: pd.DataFrame, axes: tuple, rows: str | None, cols: str, col_order,
+                   like: pd.DataFrame) -> np.ndarray:
+    """Per heatmap cell, how many of its seeds diverged (`diverged` in trials.parquet; results
+    stored before the flag count none), shaped as `like`."""
+    if "diverged" not in df:
+        return np.zeros(like.shape)
+    counts = (df.assign(n=df["diverged"].fillna(False).astype(bool).astype(float))
+              .groupby(list(axes), dropna=False)["n"].sum().reset_index())
+    return _grid(counts, rows, cols, "n", col_order).reindex_like(like).fillna(0).to_numpy(float)
 
 
 def _grid(stats: pd.DataFrame, rows: str | None, cols: str, value: str, col_order) -> pd.DataFrame:
