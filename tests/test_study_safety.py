@@ -143,6 +143,35 @@ def test_a_second_driver_is_refused_naming_the_holder_and_fresh_too(tmp_path, he
     assert not lock.exists()
 
 
+def test_a_shared_storage_is_held_too(tmp_path):
+    """Two drivers of one study, each with its own --results, one --storage: the second is
+    refused before it touches the Tune state (with --fresh too)."""
+    storage = tmp_path / "shared-tune"
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER), str(storage)],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        (storage / "stragglers").mkdir(parents=True)
+        (storage / "stragglers" / "sentinel").write_text("the first driver's state")
+        opts = smoke(tmp_path / "mine", storage=str(storage), fresh=True)
+        with pytest.raises(ConfigError, match=rf"^--storage={storage}: study stragglers is held "
+                                              rf"by another driver: host .*, pid {proc.pid}"):
+            run_study(STRAGGLERS, opts)
+        assert (storage / "stragglers" / "sentinel").exists()
+        assert not (tmp_path / "mine" / ".stragglers.lock").exists()    # its own lock released
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_object_store_cannot_be_locked_and_says_so(capsys):
+    with states.hold_storage(smoke("r", storage="s3://bucket/fcl"), "stragglers"):
+        pass
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: --storage=s3://bucket/fcl: an object")
+
+
 def test_a_dead_pids_lock_is_taken_over_and_released_on_error(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()

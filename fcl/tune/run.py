@@ -45,7 +45,8 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
         return dry_run(plan_study(study, opts), out)
     cluster.check_job_paths(opts.results, opts.storage)
     states.check_outputs(study.name, opts)
-    with states.hold(opts.results, study.name, opts.command) as stale:
+    with states.hold(opts.results, study.name, opts.command) as stale, \
+            states.hold_storage(opts, study.name):
         if stale:
             print(f"took over the lock of a driver that is gone: {states.holder_line(stale)}",
                   file=sys.stderr)

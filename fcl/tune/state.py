@@ -33,6 +33,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from collections.abc import Iterator
@@ -214,12 +215,13 @@ def lock_path(results: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def hold(results: str, name: str, command: str = "") -> Iterator[dict | None]:
+def hold(results: str, name: str, command: str = "", flag: str = "--results"
+         ) -> Iterator[dict | None]:
     """The study's lock for the block (see the module's doc); yields the holder it took over
     (a driver that died holding it: its host, pid, since) or None. Refuses, in one line naming
-    the holder, a study another live driver holds."""
+    the holder, a study another live driver holds. `flag`: the option that named the folder."""
     path = lock_path(results, name)
-    fd, stale = acquire(path, name)
+    fd, stale = acquire(path, name, flag)
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
@@ -231,7 +233,26 @@ def hold(results: str, name: str, command: str = "") -> Iterator[dict | None]:
         os.close(fd)
 
 
-def acquire(path: str, name: str) -> tuple[int, dict | None]:
+@contextlib.contextmanager
+def hold_storage(opts: StudyOptions, name: str) -> Iterator[None]:
+    """The study's lock on its Tune state too, where `--storage` is not under `--results`: two
+    drivers of one study with their own results folders but one shared storage (a lab's
+    default) would otherwise share, and `--fresh` delete, one live Tune state. An object store
+    (s3://, gs://, ...) cannot be locked: a warning says so and the study goes on."""
+    if opts.storage is None:             # RESULTS/.tune: the results folder's lock covers it
+        yield
+        return
+    storage = storage_of(opts)
+    if "://" in storage:
+        print(f"warning: --storage={storage}: an object store cannot be locked; run one driver "
+              f"of study {name} on it at a time", file=sys.stderr)
+        yield
+        return
+    with hold(storage, name, opts.command, "--storage"):
+        yield
+
+
+def acquire(path: str, name: str, flag: str = "--results") -> tuple[int, dict | None]:
     """An open, flock-ed descriptor of `path` that is still the file at `path` (a releasing
     holder unlinks it: a descriptor of the unlinked file would be a lock nobody else sees)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -241,12 +262,12 @@ def acquire(path: str, name: str) -> tuple[int, dict | None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise ConfigError("--results", os.path.dirname(path), f"study {name} is held by "
+            raise ConfigError(flag, os.path.dirname(path), f"study {name} is held by "
                               f"another driver: {holder_line(read_holder(path))} ({path})",
                               "wait for it to finish, or stop that driver") from None
         except OSError as e:
             os.close(fd)
-            raise ConfigError("--results", os.path.dirname(path), f"cannot lock {path} "
+            raise ConfigError(flag, os.path.dirname(path), f"cannot lock {path} "
                               f"({e.strerror})", "a filesystem with file locks") from None
         try:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
@@ -258,7 +279,7 @@ def acquire(path: str, name: str) -> tuple[int, dict | None]:
             except ValueError:
                 return fd, None
         os.close(fd)
-    raise ConfigError("--results", os.path.dirname(path), f"could not take {path}",
+    raise ConfigError(flag, os.path.dirname(path), f"could not take {path}",
                       "try again")
 
 
