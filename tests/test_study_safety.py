@@ -165,6 +165,16 @@ def test_a_shared_storage_is_held_too(tmp_path):
         proc.wait()
 
 
+def test_a_storage_that_is_the_results_folder_is_held_once(tmp_path):
+    """--storage naming the results folder (or a link to it): one lock file, which the driver
+    holds once; a second flock of its own would find it held and refuse the driver itself."""
+    (tmp_path / "link").symlink_to(tmp_path)
+    with states.hold(str(tmp_path), "stragglers"):
+        for storage in (str(tmp_path), f"{tmp_path}/", str(tmp_path / "link")):
+            with states.hold_storage(smoke(tmp_path, storage=storage), "stragglers"):
+                pass
+
+
 def test_an_object_store_cannot_be_locked_and_says_so(capsys):
     with states.hold_storage(smoke("r", storage="s3://bucket/fcl"), "stragglers"):
         pass

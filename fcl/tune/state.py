@@ -239,10 +239,13 @@ def hold_storage(opts: StudyOptions, name: str) -> Iterator[None]:
     drivers of one study with their own results folders but one shared storage (a lab's
     default) would otherwise share, and `--fresh` delete, one live Tune state. An object store
     (s3://, gs://, ...) cannot be locked: a warning says so and the study goes on."""
-    if opts.storage is None:             # RESULTS/.tune: the results folder's lock covers it
+    storage = storage_of(opts)
+    # RESULTS/.tune, or --storage the results folder itself: the results lock covers it (and
+    # is that very file, which a second flock of this driver would find held)
+    if opts.storage is None or ("://" not in storage and
+                                os.path.realpath(storage) == os.path.realpath(opts.results)):
         yield
         return
-    storage = storage_of(opts)
     if "://" in storage:
         print(f"warning: --storage={storage}: an object store cannot be locked; run one driver "
               f"of study {name} on it at a time", file=sys.stderr)
