@@ -76,7 +76,7 @@ RUN_OUTPUT_BYTES = 1 << 20      # a run's three Parquet files and manifest: ~0.1
 
 def main_run(args) -> int:
     from fcl.communication import params_report
-    from fcl.engine import DIVERGED_LOSS, prepare_data, run
+    from fcl.engine import prepare_data, run
     from fcl.manifest import write_run_files
     from fcl.models.factory import build_model
     from fcl.saved_model import holds_model, save_model
@@ -130,8 +130,9 @@ def main_run(args) -> int:
               f"({s.samples_per_s:.0f} samples/s)")
     if s.diverged:        # data, not an error: the run exits 0, its numbers marked
         print(f"warning: the run diverged at round {s.diverged_round} (training loss above "
-              f"{DIVERGED_LOSS:g} or not finite, or a server state not finite); its metrics "
-              f"are those of a failed optimisation", file=sys.stderr)
+              f"run.divergence_loss={cfg.run.divergence_loss:g} or not finite, or a server "
+              f"state not finite); its metrics are those of a failed optimisation",
+              file=sys.stderr)
     if failed:
         print(failed, file=sys.stderr)
         return EXIT_WRITE_FAILED

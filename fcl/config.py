@@ -263,6 +263,13 @@ class RuntimeConfig:
                                         "GPU (unmeasured), off on a CPU (measured "
                                         "0.37-1.00x of one by one; README, Benchmark)",
                                **BOOL_OR_AUTO)
+    divergence_loss: float = opt(1e3, "the run is flagged diverged (summary: diverged, "
+                                      "diverged_round) once a round's mean training loss "
+                                      "passes this bound or is not finite, or a server state "
+                                      "is not finite; it still runs to its last round "
+                                      "(cross-entropy starts near ln C, below 7 for 1000 "
+                                      "classes; 0 = no loss bound, non-finite values only)",
+                                 check=lambda v: 0 <= v <= 1e30, allowed="0 <= bound <= 1e30")
 
 
 @dataclass(frozen=True)

@@ -84,14 +84,6 @@ class TaskServerState:
     opt: OptState
 
 
-# A run diverged once the mean training loss of a round's reports is not finite or exceeds this
-# bound, or a task's server state stops being finite. Cross-entropy starts near ln C (below 7 even
-# for 1000 classes) and falls as a run learns; a diverging run passes 1e3 within a round or two
-# (server.lr=1e6 reached 1e6). A diverged run goes on to its last round, as any other: an LR
-# grid with diverged corners is data, and its cells keep their numbers, marked.
-DIVERGED_LOSS = 1e3
-
-
 @dataclass(frozen=True)
 class Totals:
     """Running sums over the rounds so far (what the summary needs, without the history)."""
@@ -101,7 +93,7 @@ class Totals:
     full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
     drift_sum: float = 0.0           # of the rounds' drift, over rounds where clients reported
     drift_rounds: int = 0
-    diverged_round: int = -1         # the first round that diverged (`DIVERGED_LOSS`), -1: none
+    diverged_round: int = -1         # the first round that diverged (`diverged`), -1: none
 
     @property
     def tcc(self) -> int:
@@ -453,17 +445,23 @@ def server_update(plan: Plan, state: RunState, down: Downlink, up: Uplink, r: in
                                                               head_weights(names.trainable)),
                                 cosine_distance(params, old.params))
     totals = add_totals(state.totals, down, up)
-    if totals.diverged_round < 0 and diverged(up, [tasks[t] for t in changes]):
+    if totals.diverged_round < 0 and diverged(up, [tasks[t] for t in changes],
+                                              plan.cfg.run.divergence_loss):
         totals = replace(totals, diverged_round=r)
     return replace(state, next_round=r + 1, tasks=tuple(tasks), first_update=tuple(first),
                    algorithm=algo_state, totals=totals), changes
 
 
-def diverged(up: Uplink, updated: list[TaskServerState]) -> bool:
-    """Whether this round's reports or updated server states show divergence (`DIVERGED_LOSS`)."""
+def diverged(up: Uplink, updated: list[TaskServerState], bound: float) -> bool:
+    """Whether a round diverged: its reports' mean training loss is not finite or above `bound`
+    (run.divergence_loss, 1e3 by default; 0: no bound), or an updated server state is not
+    finite. Cross-entropy starts near ln C (below 7 even for 1000 classes) and falls as a run
+    learns; a diverging run passes 1e3 within a round or two (server.lr=1e6 reached 1e6). A
+    diverged run goes on to its last round, as any other, and exits 0: an LR grid with diverged
+    corners is data, and its cells keep their numbers, marked."""
     if up.reports:
         loss = float(torch.stack([rep.loss for rep in up.reports]).mean())
-        if not (math.isfinite(loss) and loss <= DIVERGED_LOSS):
+        if not math.isfinite(loss) or (bound > 0 and loss > bound):
             return True
     return any(not bool(torch.isfinite(v).all()) for ts in updated for v in ts.params.values())
 

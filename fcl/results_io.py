@@ -98,6 +98,10 @@ def study_trial_types() -> dict[str, str]:
 # true/false hash as those bools, so a config that does not use `auto` keeps the trial id it
 # had (stored studies, resumes).
 WERE_BOOLS = bool_or_auto_keys()
+# Keys added after studies were stored: at their default they are left out of the hash, so a
+# stored trial (whose config lacks them) keeps its id.
+ADDED_KEYS = ("run.divergence_loss",)
+DEFAULTS = RunConfig().to_flat()
 
 
 def config_hash(cfg: RunConfig) -> str:
@@ -106,6 +110,9 @@ def config_hash(cfg: RunConfig) -> str:
     for key in WERE_BOOLS:
         if flat[key] in ("true", "false"):
             flat[key] = flat[key] == "true"
+    for key in ADDED_KEYS:
+        if flat[key] == DEFAULTS[key]:
+            del flat[key]
     text = json.dumps(flat, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 

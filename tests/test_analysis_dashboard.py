@@ -264,6 +264,23 @@ def test_acc_bars_y_range_is_fitted_to_the_data_and_its_intervals():
     assert high - low < 1.3 * ((s["mean"] + s["ci95"]).max() - (s["mean"] - s["ci95"]).min())
 
 
+def test_acc_bars_mark_the_seeds_that_diverged():
+    """A bar whose seeds include diverged runs says how many, on the bar and in its hover;
+    trials stored before the flag (no `diverged` column) mark none."""
+    from analysis.dashboard.charts import metric_chart
+    t = accuracies_55_to_70()
+    t["diverged"] = ((t["server.lr"] == 1.0) & (t["server.optimizer"] == "fedadam")
+                     & (t["seed"] < 2))
+    fig = metric_chart(t, ["server.optimizer", "server.lr"], "acc", "ACC")
+    by_lr = {bar.name: bar for bar in fig.data}
+    assert list(by_lr["η=1"].text) == ["2 diverged", ""]      # x: fedadam, fedsgd
+    assert list(by_lr["η=0.1"].text) == ["", ""]
+    assert by_lr["η=1"].customdata[0][1] == "2 diverged"
+    assert "%{customdata[1]}" in by_lr["η=1"].hovertemplate
+    old = metric_chart(t.drop(columns="diverged"), ["server.optimizer", "server.lr"], "acc", "ACC")
+    assert all(m == "" for bar in old.data for m in bar.text)
+
+
 def y_ticks(dom: str, chart: str) -> list[float]:
     """The y tick labels Chromium drew in the chart's <div> (its first axis)."""
     block = dom[dom.index(f'id="{chart}"'):]

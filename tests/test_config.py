@@ -141,7 +141,23 @@ def test_a_key_that_took_auto_keeps_the_trial_id_of_its_bool():
     from fcl.results_io import config_hash
     cfg = with_overrides(RunConfig(), {"run.client_batching": "true"})
     flat = {**cfg.to_flat(), "run.client_batching": True, "run.channels_last": False}
+    del flat["run.divergence_loss"]          # a key added later, left out at its default
     old = hashlib.blake2b(json.dumps(flat, sort_keys=True, default=str).encode(),
                           digest_size=6).hexdigest()
     assert config_hash(cfg) == old
     assert config_hash(with_overrides(cfg, {"run.client_batching": "auto"})) != old
+
+
+def test_run_divergence_loss_at_its_default_keeps_the_trial_id_of_a_config_without_it():
+    """Studies stored before run.divergence_loss existed keep their trial ids; another bound
+    is another trial."""
+    import hashlib
+    import json
+    from fcl.results_io import config_hash
+    cfg = RunConfig()
+    flat = {k: v for k, v in cfg.to_flat().items() if k != "run.divergence_loss"}
+    flat.update({"run.client_batching": False, "run.channels_last": False})
+    old = hashlib.blake2b(json.dumps(flat, sort_keys=True, default=str).encode(),
+                          digest_size=6).hexdigest()
+    assert config_hash(cfg) == old
+    assert config_hash(with_overrides(cfg, {"run.divergence_loss": 0.0})) != old

@@ -4,7 +4,6 @@ import pandas as pd
 
 import fcl
 from fcl.cli import main
-from fcl.engine import DIVERGED_LOSS
 from fcl.tune.export import summary_line
 from fcl.tune.progress import best_line
 
@@ -31,7 +30,7 @@ def test_the_cli_warns_in_one_line_and_exits_0(capsys):
     assert main(["run", "--preset", "smoke", "--quiet", "--set", *sets]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("warning: the run diverged at round ")
-    assert f"{DIVERGED_LOSS:g}" in err
+    assert "run.divergence_loss=1000 " in err
 
 
 def test_a_study_never_calls_a_diverged_trial_best():
@@ -42,3 +41,16 @@ def test_a_study_never_calls_a_diverged_trial_best():
     assert summary_line(df).startswith("3 trials finished (1 diverged), 0 failed; best ACC 70.00%")
     stored = df.drop(columns="diverged")              # results stored before the flag
     assert best_line(stored, ["server.lr"]).startswith("best ACC 90.0%")
+
+
+def test_the_bound_is_a_key_and_the_json_says_it(capsys):
+    """run.divergence_loss is the bound; 0 turns it off, leaving only a loss or server state
+    that is not finite flagged."""
+    import json
+    sets = [f"{k}={v}" for k, v in {**TINY, "server.lr": 1e6}.items()]
+    assert main(["run", "--preset", "smoke", "--json", "--set", *sets]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["diverged"] is True and 0 <= row["diverged_round"] < 3
+    assert row["config"]["run.divergence_loss"] == 1e3
+    s = fcl.run("smoke", {**TINY, "server.lr": 1e6, "run.divergence_loss": 0}).summary
+    assert not s.diverged and s.diverged_round == -1   # its loss (~1e6) and state stay finite

@@ -41,16 +41,28 @@ def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str)
     for value, g in groups:
         s = seed_summary(g, ["_x"], metric)
         ends += [(s["mean"] - s["ci95"].fillna(0)).min(), (s["mean"] + s["ci95"].fillna(0)).max()]
+        blown = s["_x"].map(diverged_counts(g, "_x")).fillna(0).astype(int)
+        marks = [f"{n} diverged" if n else "" for n in blown]
         fig.add_bar(x=s["_x"], y=s["mean"],
                     name=setting_label(pd.Series({colour: value}), [colour]) if colour else metric,
                     error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True),
-                    customdata=s["n"], hovertemplate="%{x}: %{y:.2f} (n=%{customdata})")
+                    text=marks, textposition="inside", customdata=list(zip(s["n"], marks)),
+                    hovertemplate="%{x}: %{y:.2f} (n=%{customdata[0]}) %{customdata[1]}")
     fig.update_layout(title=title, barmode="group", yaxis_title=metric, height=380,
                       margin=dict(t=50, b=60),
                       legend_title=key_symbol(colour) if colour else None)
     if ends:        # fitted to the means and their intervals: 58-65% is not flattened by 0
         fig.update_yaxes(range=fitted_range(min(ends), max(ends)))
     return fig
+
+
+def diverged_counts(trials: pd.DataFrame, by: str) -> pd.Series:
+    """Per value of `by`, how many trials diverged (trials.parquet's `diverged`; studies stored
+    before the flag have no such column and count none): a bar's mean then includes failed
+    optimisations, so the bar says so."""
+    if "diverged" not in trials:
+        return pd.Series(dtype=int)
+    return trials["diverged"].fillna(False).astype(bool).groupby(trials[by]).sum()
 
 
 def fitted_range(low: float, high: float, margin: float = 0.08) -> list[float]:
