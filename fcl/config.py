@@ -74,9 +74,12 @@ class DataConfig:
                                 "dirichlet = per class over clients (Hsu et al., the FCL paper); "
                                 "lda = per client over classes, equal shard sizes (Flower's "
                                 "recipe, FLoCoRA's code)", choices=("iid", "dirichlet", "lda"))
-    alpha: float = opt(0.5, "Dirichlet concentration (partition=dirichlet or lda)", **POSITIVE)
+    alpha: float = opt(0.5, "Dirichlet concentration (partition=dirichlet or lda)",
+                       check=lambda v: 0 < v <= 1e6, allowed="0 < alpha <= 1e6 (1e6: "
+                                                             "already an even split)")
     min_client_samples: int = opt(2, "Dirichlet guard: resample until every client holds at "
-                                     "least this many samples of every task", **NON_NEGATIVE)
+                                     "least this many samples of every task",
+                                 check=lambda v: 0 <= v <= 10_000, allowed="0 <= n <= 10000")
     train_per_class: int = opt(0, "keep at most this many training images per class (0 = all)",
                                **NON_NEGATIVE)
     test_per_class: int = opt(0, "keep at most this many test images per class (0 = all)",
@@ -133,21 +136,24 @@ class ModelConfig:
                                     "adapters, or full = the whole model trained and sent "
                                     "(FedAvg baseline)", choices=("nettailor", "lora", "full"))
     proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
-                           **NON_NEGATIVE)
+                           check=lambda v: 0 <= v <= 16,   # ResNet-18 has 8 blocks: 16 is ample
+                           allowed="0 <= k <= 16 (larger than the blocks: all previous ones)")
     node_relu: str = opt("after_sum", "nettailor only: where a node's ReLU sits. after_sum = "
                                       "ReLU(a0 G(x) + sum_j a_j P_j(x_j)), NetTailor's node; "
                                       "in_block = a0 ReLU(G(x)) + sum_j a_j P_j(x_j), the FCL "
                                       "paper's Eq. 4 read literally",
                          choices=("after_sum", "in_block"))
     gate_init: float = opt(2.0, "gate logits start at +g for the main path and -g for proxies",
-                           **NON_NEGATIVE)
+                           check=lambda v: 0 <= v <= 100, allowed="0 <= g <= 100 (sigmoid(100) "
+                                                                  "is already 1)")
     complexity_penalty: float = opt(0.0, "NetTailor's complexity loss weight (0 = off): "
                                          "penalises gate mass on proxy paths by their cost",
-                                    **NON_NEGATIVE)
+                                    check=lambda v: 0 <= v <= 1e6, allowed="0 <= w <= 1e6")
     lora_rank: int = opt(32, "lora only: r, the rank of every adapter", check=lambda v:
                          0 < v <= 1024, allowed="1 <= r <= 1024 (no layer has more channels)")
     lora_alpha: float = opt(512.0, "lora only: alpha; adapters are scaled by alpha / r "
-                                   "(FLoCoRA: 512 = 16 r at r = 32)", **POSITIVE)
+                                   "(FLoCoRA: 512 = 16 r at r = 32)",
+                            check=lambda v: 0 < v <= 1e6, allowed="0 < alpha <= 1e6")
     lora_on_head: bool = opt(False, "lora only: a LoRA adapter on a frozen final FC instead of "
                                     "training the FC (FLoCoRA Table II, first two rows)")
     lora_train_norms: bool = opt(True, "lora only: train per-task norm layers (false: the "
@@ -181,10 +187,15 @@ class ScheduleConfig:
 
 @dataclass(frozen=True)
 class ClientConfig:
-    lr: float = opt(0.05, "local SGD learning rate (Eq. 5)", **POSITIVE)
+    # learning rates reach a diverging grid corner (client.lr=1e4, server.lr=1e6) and no further:
+    # 1e308 overflowed the first update into a traceback
+    lr: float = opt(0.05, "local SGD learning rate (Eq. 5)", check=lambda v: 0 < v <= 1e4,
+                    allowed="0 < lr <= 1e4")
     momentum: float = opt(0.0, "local SGD momentum", **BETA)
-    weight_decay: float = opt(0.0, "local SGD weight decay", **NON_NEGATIVE)
-    local_epochs: int = opt(2, "K: local epochs over the client's shard per round", **POSITIVE)
+    weight_decay: float = opt(0.0, "local SGD weight decay", check=lambda v: 0 <= v <= 1e3,
+                              allowed="0 <= wd <= 1e3")
+    local_epochs: int = opt(2, "K: local epochs over the client's shard per round",
+                            check=lambda v: 0 < v <= 1000, allowed="1 <= K <= 1000")
     batch_size: int = opt(32, "local minibatch size", **POSITIVE)
     algorithm: str = opt("sgd", "local update: sgd = plain local SGD (FedAvg's client); fedprox "
                                 "= + prox_mu/2 ||w - w_server||^2 (Li et al. 2020); scaffold = "
@@ -192,18 +203,20 @@ class ClientConfig:
                                 "2020); see fcl/federated/client_algorithms.py",
                          choices=("sgd", "fedprox", "scaffold"))
     prox_mu: float = opt(0.01, "fedprox only: mu, the weight of the proximal term",
-                         **NON_NEGATIVE)
+                         check=lambda v: 0 <= v <= 1e4, allowed="0 <= mu <= 1e4")
 
 
 @dataclass(frozen=True)
 class ServerConfig:
     optimizer: str = opt("fedadam", "server optimizer (Eqs. 7-9, Table 1)",
                          choices=("fedsgd", "fedadam", "fedadagrad", "fedyogi"))
-    lr: float = opt(0.5, "eta: server learning rate", **POSITIVE)
+    lr: float = opt(0.5, "eta: server learning rate", check=lambda v: 0 < v <= 1e6,
+                    allowed="0 < eta <= 1e6")
     momentum: float = opt(0.0, "fedsgd only: server momentum (0 = plain FedAvg/FedSGD)", **BETA)
     beta1: float = opt(0.9, "first-moment decay of the adaptive optimizers", **BETA)
     beta2: float = opt(0.99, "second-moment decay (fedadam, fedyogi)", **BETA)
-    tau: float = opt(1e-3, "adaptivity: step = eta * m / (sqrt(v) + tau)", **POSITIVE)
+    tau: float = opt(1e-3, "adaptivity: step = eta * m / (sqrt(v) + tau)",
+                     check=lambda v: 0 < v <= 1e3, allowed="0 < tau <= 1e3")
     bias_correction: bool = opt(False, "Adam-style bias correction of m and v")
     aggregate: str = opt("mean", "pseudo-gradient: sample-weighted mean of deltas (Eq. 1) or "
                                  "their sum (Eq. 7 read literally)", choices=("mean", "sum"))

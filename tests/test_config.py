@@ -13,7 +13,7 @@ def test_overrides_parse_by_field_type():
 
 
 @pytest.mark.parametrize("key,value,fragment", [
-    ("data.alpha", "0", "data.alpha=0.0: out of range; allowed: > 0"),
+    ("data.alpha", "0", "data.alpha=0.0: out of range; allowed: 0 < alpha <= 1e6"),
     ("participation.fraction", "1.5", "allowed: 0 < fraction <= 1"),
     ("rounds", "7", "not a multiple of data.num_tasks"),
     ("client.lr", "-0.1", "client.lr=-0.1: out of range"),
