@@ -161,14 +161,18 @@ def _add_bench(p: argparse.ArgumentParser) -> None:
                         "workload and mode (--rounds, default: T rounds)")
 
 
+MAX_BENCH_ROUNDS = 10_000
+
+
 def main_bench(args) -> int:
     import torch
 
     from fcl import bench
     from fcl.engine import prepare_data
 
-    if args.rounds < 0:
-        raise ConfigError("--rounds", args.rounds, "out of range", ">= 0")
+    if not 0 <= args.rounds <= MAX_BENCH_ROUNDS:     # 1e12 rounds ran until killed
+        raise ConfigError("--rounds", args.rounds, "out of range",
+                          f"0 <= rounds <= {MAX_BENCH_ROUNDS}")
     if args.repeats < 1:
         raise ConfigError("--repeats", args.repeats, "out of range", ">= 1")
     overrides = parse_sets(args.set)

@@ -62,6 +62,19 @@ def check_device(cfg: RunConfig) -> None:
                           "auto, cpu")
 
 
+NAME_MAX = 255        # bytes of one path component on Linux and macOS file systems
+
+
+def check_name_lengths(flag: str, path: str) -> None:
+    """A path component longer than the file system takes fails at the first write (OSError
+    'File name too long', a traceback from deep in the work): refused in one line."""
+    for part in Path(path).parts:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX:
+            raise ConfigError(flag, f"{part[:24]}...", f"a path component of "
+                              f"{len(part.encode('utf-8', 'surrogateescape'))} bytes",
+                              f"components of at most {NAME_MAX} bytes")
+
+
 def check_output(flag: str, path: str, kind: str = "folder", need_bytes: int = 0) -> None:
     """Refuse (ConfigError) an output that cannot be written, before the work that fills it:
     `kind` folder (created if missing) or file; an existing path of the other kind, a path under
@@ -69,6 +82,7 @@ def check_output(flag: str, path: str, kind: str = "folder", need_bytes: int = 0
     Leaves nothing behind: the probe is a temporary file in the nearest existing folder."""
     if not path:
         raise ConfigError(flag, path, "empty", f"a {kind} path")
+    check_name_lengths(flag, path)
     target = Path(path).expanduser()
     if kind == "folder" and target.exists() and not target.is_dir():
         raise ConfigError(flag, path, "an existing file, not a folder", "a folder (new or "

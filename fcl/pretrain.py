@@ -157,6 +157,9 @@ def checkpoint_bytes(cfg: RunConfig) -> int:
     return 4 * sum(t.numel() for t in net.state_dict().values()) + (1 << 16)
 
 
+MAX_SKIP_PER_CLASS = 10_000
+
+
 def main(args: argparse.Namespace) -> int:
     for flag, value in (("--epochs", args.epochs), ("--lr", args.lr),
                         ("--batch-size", args.batch_size)):
@@ -164,8 +167,10 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError(flag, value, "out of range", "> 0")
     if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
         raise ConfigError("--weight-decay", args.weight_decay, "out of range", ">= 0")
-    if args.skip_per_class < 0:
-        raise ConfigError("--skip-per-class", args.skip_per_class, "out of range", ">= 0")
+    # past the largest class of any data set fcl reads, nothing would be left to train on
+    if not 0 <= args.skip_per_class <= MAX_SKIP_PER_CLASS:
+        raise ConfigError("--skip-per-class", args.skip_per_class, "out of range",
+                          f"0 <= N <= {MAX_SKIP_PER_CLASS}")
     cfg = config_from_args(args)
     check_device(cfg)
     check_output("--out", args.out, "file", checkpoint_bytes(cfg))    # before the training

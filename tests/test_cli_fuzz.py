@@ -201,6 +201,116 @@ def test_study_dry_run_ends_in_exit_0_or_one_error_line(stopped, data):
     check(argv, *call(lambda a: run_study_cli(study, a), argv))
 
 
+# Refused cases (issue 34, items 4 and 5): each one line `error: ...` naming the value, exit 2,
+# nothing written in the output folder
+FLOATS = sorted(k for k, t in TYPES.items() if t is float)
+INTS = sorted(k for k, t in TYPES.items() if t is int and k not in CHOICES)
+BOUNDED = {"data.min_client_samples": "1000000000", "model.proxy_depth": "1000000000",
+           "client.local_epochs": "1000000000"}
+LONG = "x" * 300
+REFUSED_SETS = (
+    [(k, v) for k in FLOATS for v in ("nan", "inf", "-inf", "1e400", "-1e308", "abc", "", "🙂")]
+    + [(k, "1e308") for k in FLOATS if k != "run.divergence_loss"]     # a loss bound of 1e308
+    + [(k, v) for k in INTS for v in ("1.5", "abc", "", "9" * 30 + "x", "٣x")]
+    + list(BOUNDED.items()))
+
+
+def refused(argv, code, out, err, folder=None, before=None):
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, (argv, code, err[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), (argv, err[-2000:])
+    if folder is not None:
+        assert sorted(p.name for p in folder.iterdir()) == before, argv
+    TALLY["exit 2"] += 1
+    STEPS["refused"] = STEPS.get("refused", 0) + 1
+    return lines[0]
+
+
+@pytest.mark.parametrize("key,value", REFUSED_SETS)
+@pytest.mark.parametrize("command", ["run", "params"])
+def test_a_value_out_of_range_or_of_the_wrong_type_is_refused(stopped, command, key, value):
+    main, folder = stopped
+    before = sorted(p.name for p in folder.iterdir())
+    argv = [command, "--preset", "smoke", "--set", f"{key}={value}"]
+    line = refused(argv, *call(main, argv), folder, before)
+    assert key in line
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["bench", "--rounds", "1000000000000"], "--rounds"),
+    (["bench", "--rounds", "-1"], "--rounds"),
+    (["bench", "--repeats", "0"], "--repeats"),
+    (["pretrain", "--out", "x.pt", "--skip-per-class", "1000000000"], "--skip-per-class"),
+    (["pretrain", "--out", "x.pt", "--skip-per-class", "-1"], "--skip-per-class"),
+    (["run", "--preset", "smoke", "--out", LONG], "components of at most 255 bytes"),
+    (["run", "--preset", "smoke", "--out", f"sub/{LONG}/x"], "255 bytes"),
+    (["run", "--preset", "smoke", "--out", ""], "--out"),
+    (["run", "--preset", "smoke", "--set", "model.weights=/nonexistent/ü.pt"], "model.weights"),
+    (["run", "--preset", "smoke", "--set", "data.name=npz"], ""),
+    (["run", "--preset", "smoke", "--set", "data.name=npz", "data.path=/nonexistent.npz"], ""),
+    (["run", "--preset", "nope"], "nope"),
+    (["run", "--preset", "smoke", "--set", "ключ=1"], "ключ"),
+])
+def test_a_command_line_beyond_its_range_is_refused(stopped, tmp_path, monkeypatch, argv, says):
+    main, _ = stopped
+    monkeypatch.chdir(tmp_path)
+    line = refused(argv, *call(main, argv), tmp_path, [])
+    assert says in line
+
+
+STUDY_REFUSED = [
+    (["--results", ""], "--results"),
+    (["--results", LONG], "255 bytes"),
+    (["--storage", "foo://x"], "unknown scheme foo://"),
+    (["--storage", "ftp://host/x"], "s3://"),
+    (["--storage", ""], "--storage"),
+    (["--storage", f"/tmp/{LONG}"], "255 bytes"),
+    (["--seeds", "1000000"], "1..100"),
+    (["--seeds", "0"], "--seeds"),
+    (["--set", "server.lr=0.1"], "the study varies server.lr"),
+]
+
+
+@pytest.mark.parametrize("dry", [True, False])
+@pytest.mark.parametrize("flags_,says", STUDY_REFUSED)
+def test_a_study_flag_beyond_its_range_is_refused(stopped, tmp_path, monkeypatch, flags_, says,
+                                                  dry):
+    from fcl.tune.cli import run_study_cli
+    study = runpy.run_path(str(STUDY_SCRIPT))["STUDY"]
+    monkeypatch.chdir(tmp_path)
+    argv = ["--preset", "smoke", *(["--dry-run"] if dry else []), *flags_]
+    if "--results" not in flags_:
+        argv += ["--results", str(tmp_path / "results")]
+    line = refused(argv, *call(lambda a: run_study_cli(study, a), argv), tmp_path, [])
+    assert says in line
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.data())
+def test_a_value_inside_a_keys_range_parses_and_one_outside_is_refused(data):
+    """Property over the config vocabulary: a number either passes the key's declared check and
+    builds a config, or is refused with a ConfigError naming the key; no float key takes 1e308
+    (each has a finite range)."""
+    from fcl.config import ConfigError, with_overrides
+    meta = {k: m for k, _, m, _ in iter_fields(RunConfig())}
+    key = data.draw(st.sampled_from(FLOATS + INTS))
+    typ = TYPES[key]
+    value = data.draw(st.floats(-1e12, 1e12) if typ is float else st.integers(-10 ** 12, 10 ** 12))
+    check_ = meta[key].get("check")
+    try:
+        with_overrides(RunConfig(), {key: str(value)})
+        error = None
+    except ConfigError as e:
+        error = e
+    if check_ is not None and not check_(value):
+        assert error is not None and error.key == key and error.allowed, (key, value)
+    elif error is not None:              # inside the range, refused by a rule across keys
+        assert error.why and error.allowed, (key, value, str(error))
+    if key != "run.divergence_loss":
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            with_overrides(RunConfig(), {key: "1e308"})
+
+
 def test_zz_report_the_case_count():
     """Runs last in this file: how many command lines the fuzz tests tried (the closing note's
     number); `pytest -s` shows it."""

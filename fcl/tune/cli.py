@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def positive(kind):
+def positive(kind, most=None):
     def parse(text: str):
         try:
             value = kind(text)
@@ -32,6 +32,8 @@ def positive(kind):
             raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text} is not > 0")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"{text} is not in 1..{most}")
         return value
     return parse
 
@@ -65,6 +67,9 @@ def seeds_default(searcher: str | None) -> str:
                      if p.seeds != usual) + f", else {usual}"
 
 
+MAX_SEEDS = 100
+
+
 def build_parser(study: Study) -> argparse.ArgumentParser:
     searcher = study.searcher
     p = _Parser(prog=f"studies/{study.name}.py", description=study.doc,
@@ -85,7 +90,8 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
     p.add_argument("--num-samples", "--trials", type=positive(int), default=study.num_samples,
                    help="repeats of the grid, or draws of a search (default: "
                         f"{study.num_samples})")
-    p.add_argument("--seeds", type=positive(int),
+    # 1,000,000 seeds built a table of millions of trials and never ended, dry run included
+    p.add_argument("--seeds", type=positive(int, MAX_SEEDS),
                    help=("seeds per configuration: seed, seed+1, ..." if searcher is None else
                          "seeds each sampled configuration runs at: seed, seed+1, ...; the "
                          "objective (and ASHA's comparison) is their mean") +

@@ -71,6 +71,7 @@ def plan_study(study: Study, opts: StudyOptions) -> StudyPlan:
     trackers.check(opts.callbacks)
     cfg = base_config(study, opts)
     space = study_space(study.space_for(opts.preset), cfg, opts, study.searcher)
+    check_sets(space, opts)
     configs = spaces.check_space(space, cfg)
     scheduler = schedulers.make_scheduler(opts.scheduler, cfg.rounds_per_phase,
                                           max(c.rounds for c in configs))
@@ -78,6 +79,17 @@ def plan_study(study: Study, opts: StudyOptions) -> StudyPlan:
     check_data(configs, datasets)
     return StudyPlan(study, opts, cfg, space, datasets, scheduler,
                      opts.address or os.environ.get("RAY_ADDRESS") or None)
+
+
+def check_sets(space: Space, opts: StudyOptions) -> None:
+    """A `--set` of a key the study varies would be overridden by every trial's own value
+    without a word: refused in one line (the seed is its own flag, --seeds)."""
+    varied = set(spaces.varying_keys(space)) - {"seed"}
+    for key, value in opts.sets.items():
+        if key in varied:
+            raise ConfigError("--set", f"{key}={value}", f"the study varies {key} (each trial "
+                              "sets its own value)", "a key other than the study's axes ("
+                              + ", ".join(sorted(varied)) + ")")
 
 
 def study_space(space: Space, cfg: RunConfig, opts: StudyOptions, searcher: str | None

@@ -25,7 +25,7 @@ from fcl.manifest import replace_study_files
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, disk_full, export, nodes, progress, state as states
 from fcl.tune.cost import dry_run
-from fcl.tune.plan import StudyPlan, plan_study
+from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.searchers import dashboard_command
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
@@ -41,6 +41,8 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
     trial table while it runs instead of one progress line."""
     t0 = time.perf_counter()
     out = out or sys.stdout
+    states.check_locations(opts)
+    check_sets(study.space_for(opts.preset), opts)    # before the results folder is made
     if opts.dry_run:
         return dry_run(plan_study(study, opts), out)
     cluster.check_job_paths(opts.results, opts.storage)

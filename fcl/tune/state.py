@@ -42,6 +42,7 @@ import pyarrow.fs
 from ray import tune
 
 from fcl.atomic_file import unwritable
+from fcl.cli_args import check_name_lengths
 from fcl.config import ConfigError
 from fcl.manifest import Manifest, ManifestError, read_manifest
 from fcl.results_io import FILES
@@ -61,6 +62,31 @@ class TuneState:
     can_restore: bool
     optuna_url: str
     optuna_name: str
+
+
+# what pyarrow's filesystems (Tune's storage layer) open; another scheme failed deep in Ray
+STORAGE_SCHEMES = ("file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
+
+
+def check_locations(opts: StudyOptions) -> None:
+    """Before anything, a dry run included: `--results` is a non-empty path with components
+    the file system takes, and `--storage` such a path or a URI of a scheme Tune can open."""
+    if not opts.results:
+        raise ConfigError("--results", opts.results, "empty (the study would write into the "
+                          "working directory)", "a folder path, e.g. results")
+    check_name_lengths("--results", opts.results)
+    if opts.storage is None:
+        return
+    if not opts.storage:
+        raise ConfigError("--storage", opts.storage, "empty", "a shared folder path or "
+                          "s3://... / gs://...")
+    scheme, sep, _ = opts.storage.partition("://")
+    if sep and scheme.lower() not in STORAGE_SCHEMES:
+        raise ConfigError("--storage", opts.storage, f"unknown scheme {scheme}://",
+                          "a folder path or a URI of " + ", ".join(f"{s}://"
+                                                                 for s in STORAGE_SCHEMES))
+    if not sep:
+        check_name_lengths("--storage", opts.storage)
 
 
 def check_outputs(name: str, opts: StudyOptions) -> None:
