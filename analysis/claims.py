@@ -274,6 +274,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis claims")
     if bad is not None:
         print(f"error: --results={bad}: not a folder", file=sys.stderr)
         return EXIT_USAGE
+    from analysis.figures.catalog import no_study
+    empty = no_study(args.results)        # every claim "no study" and exit 0 read as a pass
+    if empty:
+        print(f"error: {empty}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         print(table(args.results))
     except SchemaError as err:

@@ -311,6 +311,15 @@ def test_a_value_inside_a_keys_range_parses_and_one_outside_is_refused(data):
             with_overrides(RunConfig(), {key: "1e308"})
 
 
+@pytest.mark.parametrize("command", ["figures", "claims"])
+def test_an_analysis_over_a_folder_without_a_study_is_refused(tmp_path, command):
+    from analysis.__main__ import main
+    argv = [command, "--results", str(tmp_path)] + (
+        ["--out", str(tmp_path / "out")] if command == "figures" else [])
+    line = refused(argv, *call(main, argv), tmp_path, [])
+    assert "no study found" in line
+
+
 def test_zz_report_the_case_count():
     """Runs last in this file: how many command lines the fuzz tests tried (the closing note's
     number); `pytest -s` shows it."""

@@ -110,6 +110,15 @@ def make_figure(name: str, results: Path | list[Path], out: Path,
     raise MissingStudy(f"{name}: skipped, no stored study ({'; '.join(notices)})")
 
 
+def no_study(results: list[Path]) -> str | None:
+    """Folders without a single <study>/trials.parquet drew nothing and exited 0: a typo in
+    --results looked like success."""
+    if any(next(r.glob("*/trials.parquet"), None) for r in results):
+        return None
+    return (f"--results={' '.join(map(str, results))}: no study found; allowed: folders "
+            "holding <study>/trials.parquet")
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m analysis figures") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                 epilog="figures: " + ", ".join(FIGURES))
@@ -126,7 +135,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
     if args.results is None:
         args.results = [p for p in DEFAULT_RESULTS if p.is_dir()] or [Path("results")]
     problem = next((f"--results={r}: not a folder" for r in args.results if not r.is_dir()),
-                   None) or unwritable_folder(args.out, "--out")
+                   None) or no_study(args.results) or unwritable_folder(args.out, "--out")
     if problem is None:
         try:
             loaded = load_studies(args.results, names)
