@@ -15,7 +15,8 @@
 Both files vouch for each other: model.json holds a sha256 of every task module's tensors and of
 the input statistics, model.pt one of the class lists, so that a model whose weights or classes
 were changed after the run is refused on load (`SavedModelError`). A folder saved before these
-digests existed loads with a warning that it cannot be verified.
+digests existed (none in either file) loads with a warning that it cannot be verified; one
+whose digests were removed from one file only is refused.
 
 The backbone is not stored: it is frozen, so `fcl.models.factory.build_model` rebuilds it
 bit-identically from the config (checked against the stored sha256 on load); only the task
@@ -153,11 +154,19 @@ def save_model(folder: str, cfg: RunConfig, model: nn.Module, data: FederatedDat
 
 def verify(folder: str, meta: dict, blob: dict) -> None:
     """Refuse (SavedModelError) a model whose tensors or classes are not those its run saved."""
-    if "tasks_sha256" not in meta or "classes_sha256" not in blob:
-        warnings.warn(f"{folder}: saved without digests (an older fcl), so its weights and "
-                      f"classes cannot be verified", stacklevel=3)
-        return
     fix = "save the run's model again (fcl run --save-model), or restore both files"
+    present = {f"{META_FILE} {k}": k in meta for k in ("tasks_sha256", "stats_sha256")}
+    present[f"{MODEL_FILE} classes_sha256"] = "classes_sha256" in blob
+    if not any(present.values()):
+        # a one-line warning (no source line), as fcl.data.cache's
+        warnings.warn_explicit(f"{folder}: saved without digests (an older fcl), so its "
+                               f"weights and classes cannot be verified", UserWarning,
+                               filename=__name__, lineno=0)
+        return
+    if not all(present.values()):      # an fcl with digests wrote both: some were removed
+        gone = ", ".join(k for k, v in present.items() if not v)
+        raise SavedModelError(f"{folder}: {gone} missing while the other digests are there, so "
+                              f"a file was edited after the run; {fix}")
     if classes_sha256(meta["task_classes"]) != blob["classes_sha256"]:
         raise SavedModelError(f"{folder}: the task classes in {META_FILE} are not those the "
                               f"run saved with {MODEL_FILE}; {fix}")

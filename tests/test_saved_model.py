@@ -1,6 +1,7 @@
 """`fcl run --save-model DIR` and `fcl.load_model(DIR)`: the loaded model gives the run's last
 accuracy column exactly."""
 import json
+import warnings
 
 import pandas as pd
 import pytest
@@ -136,8 +137,21 @@ def test_a_model_saved_without_digests_loads_with_a_warning(saved, tmp_path):
         del meta["tasks_sha256"], meta["stats_sha256"]
     folder = tampered(saved, tmp_path, change_meta=old,
                       change_blob=lambda b: b.pop("classes_sha256"))
-    with pytest.warns(UserWarning, match="cannot be verified"):
+    with pytest.warns(UserWarning, match="cannot be verified") as caught:
         assert len(fcl.load_model(folder)) == 5
+    shown = warnings.formatwarning(caught[0].message, caught[0].category, caught[0].filename,
+                                   caught[0].lineno, caught[0].line)
+    assert shown.count("\n") == 1                                      # one line
+
+
+def test_digests_removed_from_one_file_are_refused(saved, tmp_path):
+    from fcl.saved_model import SavedModelError
+
+    def reversed_and_unchecked(meta):   # not an old folder: model.pt still holds its digest
+        meta["task_classes"].reverse()
+        del meta["tasks_sha256"], meta["stats_sha256"]
+    with pytest.raises(SavedModelError, match="tasks_sha256, model.json stats_sha256 missing"):
+        fcl.load_model(tampered(saved, tmp_path, change_meta=reversed_and_unchecked))
 
 
 def test_save_model_into_a_saved_model_is_refused_before_the_run(saved, tmp_path, capsys):
