@@ -46,7 +46,7 @@ def test_targets_are_checked_on_the_rows_present():
 
 
 @pytest.mark.parametrize("argv,line", [
-    (["--rounds", "-1"], "error: --rounds=-1: out of range; allowed: >= 0"),
+    (["--rounds", "-1"], "error: --rounds=-1: out of range; allowed: 0 <= rounds <= 10000"),
     (["--repeats", "0"], "error: --repeats=0: out of range; allowed: >= 1"),
     (["--set", "run.device=bogus"], ("error: run.device=bogus: unknown value; allowed: auto, "
                                      "cpu, cuda")),

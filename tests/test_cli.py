@@ -49,7 +49,7 @@ def test_run_json_and_parquet(tmp_path):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["--set", "data.alpha=-1"], "error: data.alpha=-1.0: out of range; allowed: > 0"),
+    (["--set", "data.alpha=-1"], "error: data.alpha=-1.0: out of range; allowed: 0 < alpha <= 1e6"),
     (["--set", "rounds=7"], "error: rounds=7: not a multiple of data.num_tasks=5"),
     (["--set", "bogus=1"], "error: bogus=1: unknown key"),
     (["--set", "participation.fraction=0"], "allowed: 0 < fraction <= 1"),

@@ -80,7 +80,9 @@ def test_dry_run_seeds_and_samples_multiply_the_grid(capsys):
 
 @pytest.mark.parametrize("argv,line", [
     (["--set", "bogus=1"], "error: bogus=1: unknown key"),
-    (["--set", "client.lr=-1"], "error: client.lr=-1.0: out of range; allowed: > 0"),
+    (["--set", "client.momentum=-1"], "error: client.momentum=-1.0: out of range; allowed: "
+                                      "0 <= beta < 1"),
+    (["--set", "client.lr=0.5"], "error: --set=client.lr=0.5: the study varies client.lr"),
     (["--set", "rounds=7"], "error: rounds=7: not a multiple of data.num_tasks=5"),
     (["--gpus-per-trial", "0.5"], "error: --gpus-per-trial=0.5: the cluster has 0 GPUs; "
                                   "allowed: 0"),
