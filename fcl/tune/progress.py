@@ -141,10 +141,14 @@ def sigterm_as_ctrl_c():
 @contextlib.contextmanager
 def quiet_interrupt():
     """Yields a list that is non-empty once Tune received a stop signal (Ctrl-C, SIGTERM);
-    from then on Ray's warnings and the workers' output are dropped until the block ends."""
+    from then on Ray's warnings are dropped until the block ends, and the workers' output
+    until the next study starts: stopped trials go on dying after the block (an "Exception
+    ignored" traceback from a trial's SIGTERM), which would print after the study's last line."""
     _INTERRUPTED.clear()
+    unmute_worker_output()              # a study interrupted earlier in this process
     try:
         with filtered_ray_logs(_AfterInterrupt()):
             yield _INTERRUPTED
     finally:
-        unmute_worker_output()
+        if not _INTERRUPTED:
+            unmute_worker_output()
