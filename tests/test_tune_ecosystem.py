@@ -259,19 +259,28 @@ if __name__ == "__main__":
 """
 
 
-def test_ctrl_c_prints_one_line_with_the_resume_command(local_ray, tmp_path):
+def slow_study_at_its_first_checkpoint(tmp_path, address: str | None, **popen):
+    """A slow study's driver (a process of its own session), once a trial has checkpointed:
+    (process, results folder). `address` None: the driver starts its own local Ray."""
     script = tmp_path / "slow.py"
     script.write_text(textwrap.dedent(STUDY_SCRIPT.format()))
     results = tmp_path / "results"
     argv = [sys.executable, str(script), "--preset", "smoke", "--seeds", "1", "--results",
-            str(results), "--address", local_ray]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": REPO}, start_new_session=True)
+            str(results), *(["--address", address] if address else [])]
+    env = {k: v for k, v in os.environ.items() if address or k != "RAY_ADDRESS"}
+    popen = popen or dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env={**env, "PYTHONPATH": REPO}, start_new_session=True,
+                            **popen)
     pattern = str(results / ".tune" / "slow" / "*" / "checkpoint_*")
     deadline = time.monotonic() + 300
     while not glob.glob(pattern) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert proc.poll() is None
+    return proc, results
+
+
+def test_ctrl_c_prints_one_line_with_the_resume_command(local_ray, tmp_path):
+    proc, results = slow_study_at_its_first_checkpoint(tmp_path, local_ray)
     os.killpg(proc.pid, signal.SIGINT)                     # what Ctrl-C in a terminal sends
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
@@ -286,18 +295,7 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(local_ray, tmp_path):
 def test_sigterm_stops_like_ctrl_c_with_exit_143(local_ray, tmp_path):
     """What SLURM, Kubernetes and `timeout` send on preemption: one line, Tune's state kept for
     --resume, exit 128 + 15 (Ray's own SIGTERM handler would abort with a C++ stack dump)."""
-    script = tmp_path / "slow.py"
-    script.write_text(textwrap.dedent(STUDY_SCRIPT.format()))
-    results = tmp_path / "results"
-    argv = [sys.executable, str(script), "--preset", "smoke", "--seeds", "1", "--results",
-            str(results), "--address", local_ray]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": REPO}, start_new_session=True)
-    pattern = str(results / ".tune" / "slow" / "*" / "checkpoint_*")
-    deadline = time.monotonic() + 300
-    while not glob.glob(pattern) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    assert proc.poll() is None
+    proc, results = slow_study_at_its_first_checkpoint(tmp_path, local_ray)
     proc.send_signal(signal.SIGTERM)                       # to the driver only, as `kill` does
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
@@ -328,19 +326,8 @@ def test_a_local_ray_ends_with_its_driver_killed_with_9(tmp_path):
     """kill -9 of a driver that started its own Ray leaves none of its processes running
     (before, ray::DashboardAgent and ray::RuntimeEnvAgent outlived it)."""
     from fcl.tune import reaper
-    script = tmp_path / "slow.py"
-    script.write_text(textwrap.dedent(STUDY_SCRIPT.format()))
-    results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.Popen([sys.executable, str(script), "--preset", "smoke", "--seeds", "1",
-                             "--results", str(results)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**env, "PYTHONPATH": REPO},
-                            start_new_session=True)
-    pattern = str(results / ".tune" / "slow" / "*" / "checkpoint_*")
-    deadline = time.monotonic() + 300
-    while not glob.glob(pattern) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    assert proc.poll() is None
+    proc, _ = slow_study_at_its_first_checkpoint(tmp_path, None, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL)
     ray_processes = {pid: t for pid, t in reaper.descendants(proc.pid).items()
                      if "reaper" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")}
     assert len(ray_processes) >= 3            # GCS, raylet, agents, workers

@@ -154,7 +154,8 @@ def can_autoscale() -> bool:
 
 
 def local_resources() -> dict:
-    """What a local Ray would find on this machine, without starting one (for `--dry-run`)."""
+    """What a local Ray would find on the driver's machine, without starting one (for
+    `--dry-run`)."""
     return {"CPU": len(os.sched_getaffinity(0)), "GPU": torch.cuda.device_count()}
 
 
