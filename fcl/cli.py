@@ -86,6 +86,9 @@ def main_run(args) -> int:
     if args.out is not None:
         check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
     if args.save_model is not None:
+        if cfg.model.adapter == "fedweit":     # B, but task states, KB and heads per client
+            raise ConfigError("--save-model", args.save_model, "model.adapter=fedweit keeps a "
+                              "model per client, not one to save", "a run of another adapter")
         check_output("--save-model", args.save_model, "folder",
                      4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
         if holds_model(args.save_model):      # another run's model is not replaced unasked

@@ -18,10 +18,12 @@ from torch import nn
 from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import split_classes
-from fcl.federated.compression import FLOAT_BYTES, encoder
+from fcl.federated.compression import FLOAT_BYTES, Codec, encoder
+from fcl.federated.knowledge_base import planned_nbytes
 from fcl.federated.participation import num_sampled
 from fcl.models.factory import build_model
-from fcl.models.task_state import buffer_names, read_state, trainable_names
+from fcl.models.fedpara import layer_ranks
+from fcl.models.task_state import Params, buffer_names, read_state, trainable_names
 
 BITS = (32, 8, 4, 2)
 # data.name -> (input channels, classes)
@@ -36,6 +38,29 @@ def full_model_nbytes(backbone: nn.Module, num_classes: int) -> int:
     values = sum(p.numel() for p in backbone.parameters())
     values += sum(b.numel() for b in backbone.buffers() if b.is_floating_point())
     return FLOAT_BYTES * (values + (backbone.out_channels + 1) * num_classes)
+
+
+def client_model_nbytes(model: nn.Module, cfg: RunConfig) -> int:
+    """float32 bytes of the model one client stores (Table 4's "model size"): the frozen
+    backbone and every task's module (`full`: the T whole-model copies, plus the frozen original
+    its contract keeps); FedWeIT: `fedweit_model_nbytes`."""
+    if cfg.model.adapter == "fedweit":
+        return fedweit_model_nbytes(model, cfg.data.num_clients)
+    tensors = [*model.backbone.parameters(), *model.tasks.parameters(),
+               *(b for b in model.backbone.buffers() if b.is_floating_point()),
+               *(b for b in model.tasks.buffers() if b.is_floating_point())]
+    return FLOAT_BYTES * sum(t.numel() for t in tensors)
+
+
+def fedweit_model_nbytes(model: nn.Module, num_clients: int) -> int:
+    """What one FedWeIT client stores, as the official code holds it: B, every task's masks,
+    adaptive kernels, norms and head, and for every task but the first a dense knowledge base
+    of one slot per client with its attention (the code's `from_kb` and `atten`)."""
+    shared = sum(b.numel() for b in model.shared.values())
+    values = shared + sum(t.numel() for t in [*model.tasks.parameters(), *(
+        b for b in model.tasks.buffers() if b.is_floating_point())])
+    values += (len(model.tasks) - 1) * num_clients * (shared + len(model.shared))
+    return FLOAT_BYTES * values
 
 
 def _data_shape(cfg: RunConfig) -> tuple[int, int]:
@@ -63,7 +88,7 @@ def params_report(cfg: RunConfig) -> dict:
         {n: torch.zeros_like(t) for n, t in params.items()}
     full = full_model_nbytes(model.backbone, classes[0])
     messages = []
-    for bits in BITS:
+    for bits in BITS if cfg.model.adapter != "fedweit" else ():
         down = encoder(bits)({**params, **bufs})
         up = encoder(bits)({**sent, **bufs})
         messages.append({
@@ -71,8 +96,17 @@ def params_report(cfg: RunConfig) -> dict:
             "quantized_values": sum(q.shape.numel() for q in down.quantized.values()),
             "float32_values": sum(t.numel() for t in down.tensors.values()),
             "ratio_vs_full": 2 * full / (down.nbytes + up.nbytes)})
+    if cfg.model.adapter == "fedweit":     # its own sparse float32 messages, B not the task
+        down, up = planned_nbytes(dict(model.shared.items()), cfg.model.fedweit_sparsity,
+                                  cfg.model.fedweit_channels)
+        messages.append({"bits": 32, "bytes_down": down, "bytes_up": up, "quantized_values": 0,
+                         "float32_values": sum(b.numel() for b in model.shared.values()),
+                         "ratio_vs_full": 2 * full / (down + up)})
+    if cfg.compression.prune > 0:
+        messages.append(pruned_message(cfg, {**params, **bufs}, {**sent, **bufs}, bufs, full))
     sampled = num_sampled(cfg.participation.fraction, cfg.data.num_clients)
-    mine = next(m for m in messages if m["bits"] == cfg.compression.bits)
+    mine = messages[-1] if cfg.compression.prune > 0 else \
+        next(m for m in messages if m["bits"] == cfg.compression.bits)
     return {
         "backbone": cfg.model.backbone, "adapter": cfg.model.adapter, "norm": cfg.model.norm,
         "data": cfg.data.name, "in_channels": channels, "classes_per_task": classes,
@@ -80,13 +114,31 @@ def params_report(cfg: RunConfig) -> dict:
         "backbone_params": sum(p.numel() for p in model.backbone.parameters()),
         "trainable_params": sum(by_part.values()), "trainable_by_part": dict(by_part),
         "buffer_values": sum(t.numel() for t in bufs.values()),
-        "full_model_bytes": full, "messages": messages, "bits": cfg.compression.bits,
+        "full_model_bytes": full, "client_model_bytes": client_model_nbytes(model, cfg),
+        "layer_ranks": layer_ranks(task),     # FedPara's R per layer ([] for the others)
+        "messages": messages, "bits": cfg.compression.bits, "prune": cfg.compression.prune,
         "rounds": cfg.rounds, "clients_per_round": sampled,
         # TCC of the planned run (no stragglers): every round, each sampled client gets one
         # message and sends one
         "tcc_bytes": cfg.rounds * sampled * (mine["bytes_down"] + mine["bytes_up"]),
         "full_fedavg_tcc_bytes": cfg.rounds * sampled * 2 * full,
     }
+
+
+def pruned_message(cfg: RunConfig, state: Params, upload: Params, buffers: Params,
+                   full: int) -> dict:
+    """Both links' bytes at `compression.prune` for the initial state (a pruned message's size
+    depends on its values: on a trained model the kept count, hence the bytes, move a little),
+    and the values-only sizes beside them."""
+    codec = Codec.from_config(32, cfg.compression.payload, cfg.compression.prune,
+                              cfg.compression.prune_server)
+    down = codec.message(state, buffers, down=True)
+    up = codec.message(upload, buffers)
+    return {"bits": 32, "prune": cfg.compression.prune, "bytes_down": down.nbytes,
+            "bytes_up": up.nbytes, "values_bytes_down": down.values_nbytes,
+            "values_bytes_up": up.values_nbytes, "quantized_values": 0,
+            "float32_values": sum(t.numel() for t in state.values()),
+            "ratio_vs_full": 2 * full / (down.nbytes + up.nbytes)}
 
 
 def describe_adapter(cfg: RunConfig) -> str:
@@ -98,39 +150,68 @@ def describe_adapter(cfg: RunConfig) -> str:
             parts.append("FC trained")
         return (f"lora (r={m.lora_rank}, alpha={m.lora_alpha:g}, scale "
                 f"{m.lora_alpha / m.lora_rank:g}; {', '.join(parts)})")
+    if m.adapter == "full" and m.zerofl_sparsity > 0:
+        return (f"full with ZeroFL (SWAT training at sparsity {m.zerofl_sparsity:g}; each conv "
+                f"kernel uploaded at its top {1 - m.zerofl_sparsity + m.zerofl_mask_ratio:g} "
+                f"by magnitude, sparse; norms and FC dense; the table's uplink is dense)")
     if m.adapter == "full":
         return "full (every weight trained and sent: FedAvg)"
+    if m.adapter == "fedpara":
+        layers, dense = ("every conv and the FC", "norms") if m.fedpara_on_head else \
+            ("every conv", "norms and FC")
+        return (f"fedpara (gamma={m.fedpara_gamma:g}; {layers} W1 * W2 of low-rank factors, "
+                f"{dense} trained; the factors are sent)")
+    if m.adapter == "fedweit":
+        return (f"fedweit (B sent on {m.fedweit_channels} channels at sparsity "
+                f"{m.fedweit_sparsity:g}, lambda_1 {m.fedweit_lambda_l1:g}, lambda_2 "
+                f"{m.fedweit_lambda_l2:g}; per round below: B dense down, masked B up, without "
+                f"a task end's thresholded A or a task start's knowledge base)")
     return m.adapter
 
 
 def format_report(rep: dict, cfg: RunConfig) -> str:
     parts = ", ".join(f"{k} {v:,}" for k, v in rep["trainable_by_part"].items())
+    fedweit = cfg.model.adapter == "fedweit"
     lines = [
         f"full model  {rep['full_model_bytes'] // FLOAT_BYTES:,} values (backbone + FC head + "
         f"norm statistics: FedAvg's message) = {rep['full_model_bytes']:,} B in float32",
         f"model       {rep['backbone']} ({rep['norm']} norm) + {describe_adapter(cfg)}",
+        *([f"ranks       R per FedPara layer, in module order: "
+            f"{', '.join(map(str, rep['layer_ranks']))}"] if rep["layer_ranks"] else []),
         f"data        {rep['data']}: {rep['in_channels']} input channels, classes per task "
         f"{rep['classes_per_task']}",
-        f"task 0      trainable {rep['trainable_params']:,} ({parts}); communicated per message "
-        f"{rep['trainable_params'] + rep['buffer_values']:,} values "
-        f"({rep['buffer_values']:,} of them norm statistics)",
+        f"task 0      trainable {rep['trainable_params']:,} ({parts}); " + (
+            "private to the client, the shared B is what is sent" if fedweit else
+            f"communicated per message {rep['trainable_params'] + rep['buffer_values']:,} "
+            f"values ({rep['buffer_values']:,} of them norm statistics)"),
         f"in memory   {rep['total_params']:,} parameters (frozen backbone "
         f"{rep['backbone_params']:,}, its norms unused where tasks train their own, + "
         f"{len(rep['classes_per_task'])} task module(s))",
+        f"stored      {rep['client_model_bytes']:,} B in float32 per client (its model with "
+        f"every task: Table 4's model size)",
         "",
-        f"bytes per message, each link (down: the task's server state; up: the client's "
+        "bytes per message, each link (down: B; up: B's kept channels + their mask)" if fedweit
+        else f"bytes per message, each link (down: the task's server state; up: the client's "
         f"{'trained values' if cfg.compression.payload == 'values' else 'delta'} + norm "
         "statistics)",
         f"{'bits':>5} {'quantized values':>17} {'float32 values':>15} {'down B':>12} "
         f"{'up B':>12} {'vs full':>8}",
     ]
+    pruned = rep["prune"] > 0
     for m in rep["messages"]:
-        mark = " *" if m["bits"] == rep["bits"] else ""
-        lines.append(f"{m['bits']:>5} {m['quantized_values']:>17,} {m['float32_values']:>15,} "
+        mark = " *" if m["bits"] == rep["bits"] and pruned == ("prune" in m) else ""
+        bits = f"p{m['prune']:g}" if "prune" in m else m["bits"]
+        lines.append(f"{bits:>5} {m['quantized_values']:>17,} {m['float32_values']:>15,} "
                      f"{m['bytes_down']:>12,} {m['bytes_up']:>12,} "
                      f"{m['ratio_vs_full']:>7.2f}x{mark}")
+    prune_note = f", compression.prune={rep['prune']:g}" if pruned else ""
+    if pruned:
+        m = rep["messages"][-1]
+        lines.append(f"p{m['prune']:g}: compression.prune on the initial state, sparse "
+                     f"(count + values + bitmap or indices); values only: down "
+                     f"{m['values_bytes_down']:,} B, up {m['values_bytes_up']:,} B")
     lines += ["",
-              f"run (* = compression.bits={rep['bits']}): {rep['rounds']} rounds x "
+              f"run (* = compression.bits={rep['bits']}{prune_note}): {rep['rounds']} rounds x "
               f"{rep['clients_per_round']} clients, no stragglers: TCC "
               f"{rep['tcc_bytes'] / 1e6:,.3f} MB vs full FedAvg "
               f"{rep['full_fedavg_tcc_bytes'] / 1e6:,.3f} MB"]

@@ -133,8 +133,12 @@ class ModelConfig:
     weights: str = opt("", "backbone checkpoint to load (written by `fcl pretrain`, or a "
                            "torchvision resnet18 state_dict); empty = none")
     adapter: str = opt("nettailor", "per-task trainable module: NetTailor proxies, FLoCoRA's LoRA "
-                                    "adapters, or full = the whole model trained and sent "
-                                    "(FedAvg baseline)", choices=("nettailor", "lora", "full"))
+                                    "adapters, full = the whole model trained and sent "
+                                    "(FedAvg baseline), fedweit = FedWeIT's decomposed "
+                                    "layers (Yoon et al. 2021; fcl/federated/fedweit.py), or "
+                                    "fedpara = the whole model with FedPara's low-rank "
+                                    "Hadamard convs, their factors sent (fcl/models/fedpara.py)",
+                       choices=("nettailor", "lora", "full", "fedweit", "fedpara"))
     proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
                            check=lambda v: 0 <= v <= 16,   # ResNet-18 has 8 blocks: 16 is ample
                            allowed="0 <= k <= 16 (larger than the blocks: all previous ones)")
@@ -158,6 +162,59 @@ class ModelConfig:
                                     "training the FC (FLoCoRA Table II, first two rows)")
     lora_train_norms: bool = opt(True, "lora only: train per-task norm layers (false: the "
                                        "backbone's frozen norms, Table II 'Vanilla')")
+    fedweit_lambda_l1: float = opt(1e-3, "fedweit only: lambda_1, the L1 weight on the "
+                                         "task-adaptive kernels A and their send/inference "
+                                         "threshold |A| > lambda_1 (official config: 1e-3)",
+                                   check=lambda v: 0 <= v <= 1e3, allowed="0 <= l1 <= 1e3")
+    fedweit_lambda_l2: float = opt(100.0, "fedweit only: lambda_2, the weight of the "
+                                          "retroactive term 1/2 ||B sigmoid(m_i) + A_i - "
+                                          "theta_i*||^2 of every past task (official: 100)",
+                                   check=lambda v: 0 <= v <= 1e6, allowed="0 <= l2 <= 1e6")
+    fedweit_weight_decay: float = opt(1e-4, "fedweit only: weight decay wd/2 ||.||^2 on A_t "
+                                            "and m_t (and on B for a client's first task), "
+                                            "part of the loss (official: 1e-4)",
+                                      check=lambda v: 0 <= v <= 1e3, allowed="0 <= wd <= 1e3")
+    fedweit_sparsity: float = opt(0.3, "fedweit only: client sparsity s, the share of B's "
+                                       "output channels (smallest |m_t|) a client does not "
+                                       "send (official: 0.3)", **PROBABILITY)
+    fedweit_channels: str = opt("code", "fedweit only: which channels of B are sent. code = "
+                                        "|m| above the floor(s n)-th smallest, as the official "
+                                        "code cuts (n - floor(s n) - 1 channels); top = the "
+                                        "ceil((1 - s) n) largest |m|, the paper's top 70%",
+                                choices=("code", "top"))
+    fedweit_past: str = opt("frozen", "fedweit only: past tasks' A_i under the retroactive "
+                                      "term. frozen = only B moves (official code); trained "
+                                      "= A_i of past tasks are trained too (the paper's text)",
+                            choices=("frozen", "trained"))
+    fedweit_optimizer: str = opt("adam", "fedweit only: the client's local optimizer at "
+                                         "client.lr (official: Adam, lr 1e-3/3, a fresh one "
+                                         "each round; sgd = the other methods' client.*)",
+                                 choices=("adam", "sgd"))
+    fedpara_gamma: float = opt(0.1, "fedpara only: gamma, each layer's rank R = ceil((1 - "
+                                    "gamma) r_min + gamma r_max) between the smallest rank "
+                                    "that can reach full rank and the largest with no more "
+                                    "values than the dense layer (Flower's baseline: 0.1 on "
+                                    "CIFAR-10, 0.4 on CIFAR-100)",
+                               check=lambda v: 0 < v <= 1, allowed="0 < gamma <= 1")
+    fedpara_on_head: bool = opt(False, "fedpara only: the final FC parameterised too, W = "
+                                       "(X1 Y1^T) * (X2 Y2^T) (false: a dense FC, as Flower's "
+                                       "VGG-16 keeps its classifier)")
+    zerofl_sparsity: float = opt(0.0, "full only: ZeroFL's sparsity s (Qiu et al. 2022; "
+                                      "fcl/models/zerofl.py): SWAT's sparse local training, "
+                                      "every conv forward with its top (1 - s) weights by "
+                                      "magnitude, weight gradients from the top (1 - s) input "
+                                      "activations, the dense weights updated; norms and FC "
+                                      "dense (0 = off; the paper's 0.9)",
+                                 check=lambda v: 0 <= v < 1,
+                                 allowed="0 (off), 0.9 (the paper's) or any 0 <= s < 1")
+    zerofl_mask_ratio: float = opt(0.0, "ZeroFL's mask ratio r: each conv kernel is uploaded "
+                                        "at its top (1 - s) + r by magnitude, sparse (count + "
+                                        "values + bitmap or indices, as compression.prune); "
+                                        "needs model.zerofl_sparsity > 0 and r <= s (the "
+                                        "paper's 0, 0.1, 0.2)",
+                                   check=lambda v: 0 <= v < 1,
+                                   allowed="0, 0.1, 0.2 (the paper's) or any 0 <= r <= "
+                                           "model.zerofl_sparsity")
 
     def __post_init__(self):
         for f in fields(self):          # each value in its range before the checks across them
@@ -171,11 +228,33 @@ class ModelConfig:
                 raise ConfigError("model.norm_groups", self.norm_groups, f"does not divide "
                                   f"{odd[0]}, the channels of a {self.backbone} layer{at}",
                                   f"a divisor of {math.gcd(*channels)}")
+        if self.adapter == "fedpara":           # its weights are its factors' random start
+            for key, off in (("pretrained", "none"), ("weights", "")):
+                if getattr(self, key) != off:
+                    raise ConfigError(f"model.{key}", getattr(self, key), "model.adapter="
+                                      "fedpara starts every conv from random factors, so a "
+                                      "loaded backbone's conv weights would go unused",
+                                      off or "empty")
+        self._check_zerofl()
         if self.pretrained == "imagenet":      # torchvision's architecture, nothing else loads
             for key, want in (("backbone", "resnet18"), ("stem", "imagenet"), ("norm", "batch")):
                 if getattr(self, key) != want:
                     raise ConfigError(f"model.{key}", getattr(self, key), "model.pretrained="
                                       "imagenet needs torchvision's ResNet-18", want)
+
+
+    def _check_zerofl(self) -> None:
+        s, r = self.zerofl_sparsity, self.zerofl_mask_ratio
+        if s > 0 and self.adapter != "full":
+            raise ConfigError("model.zerofl_sparsity", s, f"ZeroFL trains and sends the whole "
+                              f"model, not model.adapter={self.adapter}",
+                              "0 unless model.adapter=full")
+        if r > 0 and s == 0:
+            raise ConfigError("model.zerofl_mask_ratio", r, "no ZeroFL upload at "
+                              "model.zerofl_sparsity=0", "0, or set model.zerofl_sparsity > 0")
+        if r > s:
+            raise ConfigError("model.zerofl_mask_ratio", r, f"the upload density (1 - s) + r "
+                              f"would pass 1 at model.zerofl_sparsity={s:g}", f"0 <= r <= {s:g}")
 
 
 @dataclass(frozen=True)
@@ -240,6 +319,18 @@ class CompressionConfig:
                                  "= trained minus received (quantization error relative to the "
                                  "update, not the weights); the same at bits=32",
                        choices=("values", "delta"))
+    prune: float = opt(0.0, "magnitude pruning of every uplink (FLoCoRA's Table IV, its "
+                            "code's prune.py): values whose |value| is below one threshold "
+                            "over all tensors (the N sorted |values| at index floor(N x rate)) "
+                            "become 0; sent sparse in float32, positions as a bitmap or "
+                            "indices, the cheaper per tensor (needs compression.bits=32); "
+                            "0 = off",
+                       check=lambda v: 0 <= v < 1,
+                       allowed="0 (off), 0.5, 0.8, 0.9, 0.95 (the paper's rates) or any rate "
+                               "0 <= rate < 1")
+    prune_server: bool = opt(False, "prune the global model clients receive the same way (the "
+                                    "code's --prune_srv, on in all its pruning runs; needs "
+                                    "compression.prune > 0)")
 
 
 @dataclass(frozen=True)
@@ -258,7 +349,8 @@ class EvalConfig:
 class RuntimeConfig:
     device: str = opt("auto", "compute device (auto: cuda when available)",
                       choices=("auto", "cpu", "cuda"))
-    threads: int = opt(0, "torch CPU threads (0 = leave torch's default)", **NON_NEGATIVE)
+    threads: int = opt(0, "torch CPU threads (0 = leave torch's default)",
+                       check=lambda v: 0 <= v <= 1024, allowed="0 <= n <= 1024")
     precision: str = opt("fp32", "forward passes of local training and evaluation: fp32, "
                                  "bf16 autocast (weights, gradients, server state and messages "
                                  "stay float32), or auto = bf16 where the device has native "
@@ -287,8 +379,11 @@ class RuntimeConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    rounds: int = opt(50, "R: communication rounds; Q = R / T rounds per phase", **POSITIVE)
-    seed: int = opt(0, "one seed for everything", **NON_NEGATIVE)
+    rounds: int = opt(50, "R: communication rounds; Q = R / T rounds per phase",
+                      check=lambda v: 0 < v <= 100_000, allowed="1 <= R <= 100000")
+    # under 2^31: every seeded library takes it, and a study's seed + i stays an int64 column
+    seed: int = opt(0, "one seed for everything", check=lambda v: 0 <= v < 2**31,
+                    allowed="0 <= seed < 2^31")
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
@@ -302,9 +397,36 @@ class RunConfig:
     def __post_init__(self):
         for key, value, meta, _ in iter_fields(self):
             check_value(key, value, meta)
+        if self.model.adapter == "fedweit":     # its own messages (fcl/federated/fedweit.py)
+            for key, want in (("compression.bits", 32), ("client.algorithm", "sgd")):
+                section, name = key.split(".")
+                if getattr(getattr(self, section), name) != want:
+                    raise ConfigError(key, getattr(getattr(self, section), name),
+                                      "model.adapter=fedweit sends its own sparse float32 "
+                                      "messages with its own client loss", str(want))
+        self._check_pruning()
         if self.rounds % self.data.num_tasks:
             raise ConfigError("rounds", self.rounds, f"not a multiple of data.num_tasks="
                               f"{self.data.num_tasks}", "a multiple of data.num_tasks")
+
+    def _check_pruning(self) -> None:
+        c = self.compression
+        if c.prune > 0 and c.bits != 32:
+            raise ConfigError("compression.prune", c.prune, f"pruning sends float32 values, "
+                              f"not compression.bits={c.bits}", "0 unless compression.bits=32")
+        if c.prune > 0 and self.model.adapter == "fedweit":
+            raise ConfigError("compression.prune", c.prune, "model.adapter=fedweit sends its "
+                              "own sparse messages", "0")
+        if self.model.zerofl_sparsity > 0:     # its own sparse float32 uplink
+            for key, value, want in (("compression.bits", c.bits, 32),
+                                     ("compression.prune", c.prune, 0.0),
+                                     ("compression.payload", c.payload, "values")):
+                if value != want:
+                    raise ConfigError(key, value, "model.zerofl_sparsity > 0 sends each conv "
+                                      "kernel's top-K trained values in float32", str(want))
+        if c.prune_server and c.prune == 0:
+            raise ConfigError("compression.prune_server", "true", "nothing to prune at "
+                              "compression.prune=0", "false, or set compression.prune > 0")
 
     @property
     def rounds_per_phase(self) -> int:

@@ -29,6 +29,11 @@ values, and the evaluated model is the dequantized broadcast, what clients start
 carries a quantization error (the error is relative to the update, not to the weights).
 Both are the same at compression.bits=32. This module imports no Ray.
 
+A continual method whose clients keep private per-task state and send other messages than a
+task module's tensors (FedWeIT, `fcl.federated.fedweit`) is a `RoundMethod`: it runs its own
+round over the same plan (schedule, participation, server optimizer, evaluation rounds) and
+keeps its state in `RunState.method`, so records, totals, checkpoints and resume are shared.
+
 A reporting client is sampled, not a straggler, and holds samples of its task this round; one
 with an empty shard (a skewed partition at data.min_client_samples=0) received the broadcast
 and sends nothing, as a straggler (`holding_data`).
@@ -73,6 +78,7 @@ from fcl.models.task_state import (
     read_state,
     trainable_names,
 )
+from fcl.models.zerofl import upload_density
 from fcl.records import RoundRecord, RunSummary, TaskRecord, mean_finite
 from fcl.seeding import generator
 
@@ -109,6 +115,8 @@ class RunState:
     first_update: tuple[float, ...]  # per task, first round with a server update (inf: none)
     totals: Totals = Totals()
     algorithm: Any = None            # the client algorithm's own state (SCAFFOLD's controls)
+    method: Any = None               # a method with its own round: its state (FedWeIT's B,
+    #                                  knowledge base and clients' private task states)
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,27 @@ class RunResult:
     @property
     def task_records(self) -> list[TaskRecord]:
         return [t for rec in self.records for t in rec.tasks]
+
+
+@dataclass(frozen=True)
+class RoundMethod:
+    """A continual method whose clients keep private per-task state and whose messages are
+    not a task module's tensors (FedWeIT: `fcl.federated.fedweit`): it runs its own round
+    over the same schedule, participation, server optimizer, evaluation rounds and records.
+    `init(plan)` gives its part of the `RunState` (`RunState.method`)."""
+    init: Callable[["Plan"], Any]
+    run_round: Callable[["Plan", RunState, int], tuple[RunState, RoundRecord]]
+
+
+# model.adapter -> the module whose METHOD runs the round; the others use `run_round` below
+ROUND_METHODS = {"fedweit": "fcl.federated.fedweit"}
+
+
+def round_method(adapter: str) -> RoundMethod | None:
+    if adapter not in ROUND_METHODS:
+        return None
+    import importlib            # not at the top: that module builds on this one
+    return importlib.import_module(ROUND_METHODS[adapter]).METHOD
 
 
 @dataclass(frozen=True)
@@ -142,6 +171,7 @@ class Plan:
     batched_clients: bool = False    # run.client_batching resolved
     eval_batch: int = 1024           # eval.batch_size resolved for the device (auto: 0)
     eval_channels_last: bool = False  # evaluation batches in NHWC (compute_mode)
+    method: RoundMethod | None = None  # a method with its own round (None: task modules)
 
     @classmethod
     def build(cls, cfg: RunConfig, model: nn.Module, data: FederatedData,
@@ -154,18 +184,23 @@ class Plan:
             names=[TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
             schedule=task_schedule(cfg.schedule.order, T, N, R, cfg.seed),
             server=server_optimizer(cfg.server), algorithm=ALGORITHMS[cfg.client.algorithm],
-            codec=Codec.from_config(cfg.compression.bits, cfg.compression.payload),
+            codec=Codec.from_config(cfg.compression.bits, cfg.compression.payload,
+                                    cfg.compression.prune, cfg.compression.prune_server,
+                                    upload_density(cfg.model.zerofl_sparsity,
+                                                   cfg.model.zerofl_mask_ratio)),
             aggregate=AGGREGATES[cfg.server.aggregate],
             due=frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
             full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
             device=str(device), precision=compute.precision if compute is not None else "fp32",
             layout=compute.layout if compute is not None else "nchw",
-            batched_clients=compute.client_batching if compute is not None else
-            resolve_client_batching(cfg.run.client_batching, device),
+            batched_clients=cfg.model.adapter not in ROUND_METHODS and (
+                compute.client_batching if compute is not None else
+                resolve_client_batching(cfg.run.client_batching, device)),
             eval_batch=eval_batch_size(cfg.eval.batch_size, device,
                                        lambda: model_activation_bytes(model, data)),
             eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
-                                                  device))
+                                                  device),
+            method=round_method(cfg.model.adapter))
 
     @property
     def model(self) -> nn.Module:
@@ -208,9 +243,10 @@ def initial_state(plan: Plan) -> RunState:
         tasks.append(TaskServerState(params, read_state(module, names.buffers),
                                      plan.server.init(params)))
     T, R = len(tasks), plan.cfg.rounds
-    return RunState(0, tuple(tasks), torch.full((T, R), math.nan, dtype=torch.float64),
-                    (math.inf,) * T, Totals(),
-                    plan.algorithm.init([ts.params for ts in tasks]))
+    state = RunState(0, tuple(tasks), torch.full((T, R), math.nan, dtype=torch.float64),
+                     (math.inf,) * T, Totals(),
+                     plan.algorithm.init([ts.params for ts in tasks]))
+    return replace(state, method=plan.method.init(plan)) if plan.method else state
 
 
 @torch.inference_mode()
@@ -220,19 +256,26 @@ def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
     """Test accuracy (percent) of every task, one host sync for all of them. `channels_last`:
     batches in NHWC order (faster convolutions on some devices; `compute_mode`)."""
     model.eval()
-    correct = []
-    for t, td in enumerate(data.tasks):
-        hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
-        for start in range(0, len(td.test_y), batch_size):
-            x = data.normalise(td.test_x[start:start + batch_size])
-            if channels_last and x.dim() == 4:      # else as stored (NHWC data stays NHWC)
-                x = x.contiguous(memory_format=torch.channels_last)
-            with forward_context():
-                logits = model(x, t)
-            hits += (logits.argmax(1) == td.test_y[start:start + batch_size]).sum()
-        correct.append(hits)
+    correct = [task_hits(model, data, t, batch_size, forward_context, channels_last)
+               for t in range(data.num_tasks)]
     sizes = torch.tensor([len(td.test_y) for td in data.tasks], dtype=torch.float64)
     return torch.stack(correct).cpu().double() * 100.0 / sizes
+
+
+def task_hits(model: torch.nn.Module, data: FederatedData, t: int, batch_size: int,
+              forward_context: Callable = contextlib.nullcontext,
+              channels_last: bool = False) -> torch.Tensor:
+    """Correct test predictions of task t (a device tensor; the model in eval mode)."""
+    td = data.tasks[t]
+    hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
+    for start in range(0, len(td.test_y), batch_size):
+        x = data.normalise(td.test_x[start:start + batch_size])
+        if channels_last and x.dim() == 4:      # else as stored (NHWC data stays NHWC)
+            x = x.contiguous(memory_format=torch.channels_last)
+        with forward_context():
+            logits = model(x, t)
+        hits += (logits.argmax(1) == td.test_y[start:start + batch_size]).sum()
+    return hits
 
 
 def start(cfg: RunConfig, data: FederatedData | None = None,
@@ -284,6 +327,8 @@ def run(cfg: RunConfig, on_round: Callable[[RoundRecord, RunState], None] | None
 
 def run_round(plan: Plan, state: RunState, r: int) -> tuple[RunState, RoundRecord]:
     """Round r of Algorithm 1."""
+    if plan.method is not None:
+        return plan.method.run_round(plan, state, r)
     t_start = time.perf_counter()
     down = broadcast(plan, state, r)
     updates = client_updates(plan, state, down, r)
@@ -312,10 +357,10 @@ def broadcast(plan: Plan, state: RunState, r: int) -> Downlink:
     start, extra, cost = {}, {}, {}
     for t in sorted({tasks_of[c] for c in part.sampled}):
         ts = state.tasks[t]
-        start[t], cost[t] = plan.codec.send({**ts.params, **ts.buffers})
+        start[t], cost[t] = plan.codec.send({**ts.params, **ts.buffers}, ts.buffers, down=True)
         down = plan.algorithm.downlink(state.algorithm, t)
         if down:                      # in trainable order, as the client's tensors are
-            decoded, nbytes = plan.codec.send(down)
+            decoded, nbytes = plan.codec.send(down, down=True)
             extra[t], cost[t] = {n: decoded[n] for n in down}, cost[t] + nbytes
     tasks = [tasks_of[c] for c in part.sampled]
     return Downlink(part.sampled, holding_data(plan, part.reporting, tasks_of), tasks_of, start,
@@ -407,7 +452,8 @@ def _encode_update(plan: Plan, server: Params, start: Params, up: ClientUpdate,
     """(the server's decoded delta + buffers, bytes sent) of one client's update."""
     trained = {n: up.end[n] for n in names.trainable}
     sent = trained if plan.codec.values else subtract(trained, {n: start[n] for n in trained})
-    got, nbytes = plan.codec.send({**sent, **{n: up.end[n] for n in names.buffers}})
+    got, nbytes = plan.codec.send({**sent, **{n: up.end[n] for n in names.buffers}},
+                                  names.buffers)
     if plan.codec.values:      # the server's delta: the dequantized values minus its own state
         got = {**got, **subtract({n: got[n] for n in names.trainable}, server)}
     return got, nbytes
@@ -532,7 +578,7 @@ def to_device(state: RunState, device: torch.device) -> RunState:
     """The state's tensors on `device` (a checkpoint may come from another device); the
     accuracy matrix stays on the host."""
     return replace(state, tasks=_moved(state.tasks, device),
-                   algorithm=_moved(state.algorithm, device))
+                   algorithm=_moved(state.algorithm, device), method=_moved(state.method, device))
 
 
 def _moved(x: Any, device: torch.device) -> Any:

@@ -12,6 +12,8 @@ varied, the preset and data set it ran on, the commit).
      "preset": "cifar10-local", "dataset": "cifar10", "base": {...flat config...},
      "seeds": [0, 1, 2], "trial_seeds": 1, "num_samples": 1, "scheduler": "fifo",
      "command": "python studies/ablation_lr.py ...", "fcl_git": "<commit>",
+     "extended": [],      # or, for a study run again with more seeds, one entry per part:
+                          # {"seeds": [...], "trials": N, "fcl_git": ..., "command": ...}
      "schema_version": 2, "files": {"trials": {"rows": 36, "sha256": "..."}, ...}}
 """
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Manifest:
     scheduler: str = "fifo"
     command: str = ""
     fcl_git: str = ""
+    extended: tuple[dict[str, Any], ...] = ()  # parts of a study run with seeds added later
     schema_version: int = SCHEMA_VERSION
     files: dict[str, dict[str, Any]] = field(default_factory=dict)   # name -> rows, sha256
 
@@ -70,16 +73,42 @@ class Manifest:
         return cls("run", preset, dataset_label(cfg.data.name, cfg.data.root), flat,
                    seeds=(cfg.seed,), command=command, fcl_git=fcl_git())
 
+    @property
+    def commits(self) -> str:
+        """The commit the study ran at, or of each part of a study run again with more seeds
+        (`extended`), joined by " + "."""
+        parts = list(dict.fromkeys(p.get("fcl_git", "") or "?" for p in self.extended))
+        return " + ".join(parts) if parts else (self.fcl_git or "?")
+
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True, default=str) + "\n"
 
     @classmethod
     def from_dict(cls, d: dict) -> "Manifest":
+        if not isinstance(d, dict):     # `[1,2,3]` failed later in d.items(): a traceback
+            kind = {list: "a JSON list", str: "JSON text", bool: "true/false",
+                    type(None): "null"}.get(type(d), "a JSON number")
+            raise TypeError(f"{kind}, not an object")
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in d.items() if k in names}
-        for key in ("varying", "seeds"):
+        for key in ("varying", "seeds", "extended"):
             known[key] = tuple(known.get(key, ()))
         return cls(**known)
+
+
+COMPARED = ("preset", "dataset", "varying", "axes", "seeds")
+
+
+def manifest_differences(old: Manifest, new: Manifest) -> list[str]:
+    """What makes `new` another study than `old`: the fields of `COMPARED` and the base config
+    keys both record (`run.*` aside: threads and device change how a run computes; and the keys
+    the study varies: every trial sets its own)."""
+    was, now = json.loads(old.to_json()), json.loads(new.to_json())
+    diff = [k for k in COMPARED if was[k] != now[k]]
+    varied = set(old.varying) | set(new.varying)
+    return diff + sorted(f"base {k}" for k in set(was["base"]) & set(now["base"])
+                         if not k.startswith("run.") and k not in varied
+                         and was["base"][k] != now["base"][k])
 
 
 def sha256(path: str | os.PathLike) -> str:
@@ -88,6 +117,16 @@ def sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def parquet_rows(path: str | os.PathLike) -> int | None:
+    """The row count in a Parquet file's footer; None where it has no readable footer
+    (truncated, or another file under the name)."""
+    import pyarrow.parquet as pq
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # pyarrow raises several types for a file that is not Parquet
+        return None
 
 
 def file_entry(path: str | os.PathLike) -> dict[str, Any]:

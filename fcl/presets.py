@@ -16,6 +16,8 @@
 `cifar10-local-pretrained` is `cifar10-local` on a frozen backbone that `fcl pretrain` made from
 images no FCL task uses, shipped in the package (fcl/weights/README.md): closer to the paper's
 ImageNet-pretrained backbone than a random one (results/README.md, "Which frozen backbone").
+`cifar10-drift` is that preset at R = 50 on Dirichlet(0.5) client shards, the calibrated regime
+where phase boundaries cost accuracy most often (results/README.md, "A regime where drift shows").
 
 A study (`studies/*.py`) takes a *study preset* (`STUDY_PRESETS`, one per run preset): the run
 preset its trials start from, made smaller where a study of dozens of trials has to fit a laptop,
@@ -90,6 +92,8 @@ PRETRAINED_SHA256 = {
         "e2371a803ac502e185081ba26413d1e2074b7e8b29287717800ca0f14e31c31a",
 }
 CIFAR10_BACKBONE = "resnet_tiny-cifar10_rest.pt"      # cifar10-local-pretrained's
+FASHION_BACKBONE = "resnet_tiny-fashion_mnist.pt"     # the smoke studies'
+
 
 PRESETS: dict[str, dict] = {
     "flocora": {**FLOCORA, "data.name": "cifar10"},
@@ -116,6 +120,13 @@ PRESETS: dict[str, dict] = {
     "cifar10-local-pretrained": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                                  "data.test_per_class": 100,
                                  "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
+    # cifar10-local-pretrained with R = 50 (Q = 10) on Dirichlet(0.5) shards: the regime of the
+    # calibration (results/README.md, "A regime where drift shows") in which phase boundaries
+    # cost a trained task more than 5 points most often at a useful ACC (5 of 24 boundaries,
+    # ACC ~72; IID at R = 25 or 50: 1 and 0 of 24)
+    "cifar10-drift": {**CIFAR10, "rounds": 50, "data.train_per_class": 300,
+                      "data.test_per_class": 100, "data.partition": "dirichlet",
+                      "data.alpha": 0.5, "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
                     "data.test_per_class": 200, "run.precision": "auto",
                     "run.client_batching": "auto"},
@@ -176,12 +187,18 @@ class StudyPreset:
     what: str = ""                                         # for --help
 
 
-# `smoke` and `local` trials are smaller than `fcl run` at the same preset. `local`: half the
-# rounds of `fcl run --preset local` on a third of its training images, so a 36-trial study
-# takes about 20 minutes on 2 CPU cores. Every other run preset is a study preset as it is.
+# `smoke` and `local` trials are smaller than `fcl run` at the same preset. `smoke`: 10 rounds
+# on 20 training / 20 test images per class over the shipped Fashion-MNIST backbone (in-domain
+# for the bundled Fashion-MNIST tasks, so a few seconds teach the task modules): every cell of
+# `studies/ablation_lr.py --preset smoke` ended at 61.5-99.5% ACC (chance 50), 6-11 s a trial;
+# on a random width-8 backbone at 5 rounds 8 of its 12 cells stayed at 50.0% (results/README.md,
+# "Smoke studies"). `local`: half the rounds of `fcl run --preset local` on a third of its
+# training images, so a 36-trial study takes about 20 minutes on 2 CPU cores. Every other run
+# preset is a study preset as it is.
 STUDY_PRESETS: dict[str, StudyPreset] = {
-    "smoke": StudyPreset("smoke", {"rounds": 5, "data.train_per_class": 20,
-                                   "data.test_per_class": 10, "model.width": 8},
+    "smoke": StudyPreset("smoke", {"rounds": 10, "data.train_per_class": 20,
+                                   "data.test_per_class": 20,
+                                   "model.weights": str(WEIGHTS / FASHION_BACKBONE)},
                          seeds=1, what="seconds"),
     "local": StudyPreset("local", {"rounds": 25, "data.train_per_class": 200,
                                    "data.test_per_class": 100},
@@ -194,11 +211,14 @@ STUDY_PRESETS: dict[str, StudyPreset] = {
     "cifar10-local-pretrained": StudyPreset("cifar10-local-pretrained",
                                             families={"flocora": "flocora-cifar10-local"},
                                             what="cifar10-local, pretrained backbone"),
+    "cifar10-drift": StudyPreset("cifar10-drift", seeds=5,
+                                 families={"flocora": "flocora-cifar10-local"},
+                                 what="cifar10-local-pretrained, R = 50, Dirichlet 0.5"),
     "cifar10-gpu": StudyPreset("cifar10-gpu", families={"flocora": "flocora-cifar10-gpu"},
                                what="Split CIFAR-10, one GPU"),
     **{name: StudyPreset(name) for name in PRESETS if name not in (
         "smoke", "local", "paper", "cifar10-local", "cifar10-local-pretrained",
-        "cifar10-gpu")},
+        "cifar10-drift", "cifar10-gpu")},
 }
 STUDY_FAMILIES = frozenset(f for p in STUDY_PRESETS.values() for f in p.families)
 

@@ -8,10 +8,20 @@ import os
 import platform
 import subprocess
 
+# The commit of the driver's checkout, for a process whose fcl is a copy without `.git`: the
+# package a driver ships to a cluster (Ray Client reads the rows on the head), or the working
+# dir of `ray job submit` (the submitting machine sets it: docs/clusters.md).
+COMMIT_ENV = "FCL_GIT"
+
 
 @functools.cache
 def fcl_git() -> str:
-    """`git describe --always --dirty` of the fcl checkout ("" outside git)."""
+    """`git describe --always --dirty` of the fcl checkout; outside git, the commit the driver
+    passed in `FCL_GIT`; else ""."""
+    return _describe() or os.environ.get(COMMIT_ENV, "").strip()
+
+
+def _describe() -> str:
     import fcl
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,

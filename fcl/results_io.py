@@ -59,10 +59,9 @@ VERSION_COLUMNS = ("fcl_version", "fcl_git", "torch_version", "ray_version", "py
 NODE_COLUMNS = ("hostname", "node_ip")
 STUDY_SUMMARY_TYPES = {**SUMMARY_TYPES, "round_reached": "Int64", "acc_reached": "float64"}
 
-# What a reader needs at least (analysis checks these; schema 1 stored rounds per task).
+# What a reader needs at least (analysis checks these).
 REQUIRED_TRIAL_COLUMNS = ("study", "trial_id", "status", "seed", "acc", "bwt_f",
                           "schema_version")
-REQUIRED_ROUND_COLUMNS_V1 = ("trial_id", "round", "phase", "task", "accuracy", "schema_version")
 REQUIRED_ROUND_COLUMNS = ("trial_id", "round", "phase", "schema_version")
 REQUIRED_TASK_COLUMNS = ("trial_id", "round", "task", "accuracy", "reports", "schema_version")
 
@@ -87,11 +86,14 @@ def run_trial_types() -> dict[str, str]:
     return {**TRIAL_TYPES, **config_types(), **SUMMARY_TYPES, "schema_version": "int64"}
 
 
-def study_trial_types() -> dict[str, str]:
-    """Every column of a study's trials.parquet and its type, in order."""
+def study_trial_types(metrics: dict[str, str] = STUDY_SUMMARY_TYPES, nodes: bool = True
+                      ) -> dict[str, str]:
+    """Every column of a study's trials.parquet and its type, in order: its summary metrics as
+    `metrics` (`metric_types`), the node columns where `nodes` (trials exported before them
+    have none)."""
     return {**{c: "string" for c in STUDY_COLUMNS}, **config_types(), OPTUNA_COLUMN: "Int64",
-            **STUDY_SUMMARY_TYPES, **{c: "string" for c in (*VERSION_COLUMNS, *NODE_COLUMNS)},
-            "schema_version": "int64"}
+            **metrics, **{c: "string" for c in VERSION_COLUMNS},
+            **{c: "string" for c in (NODE_COLUMNS if nodes else ())}, "schema_version": "int64"}
 
 
 # Keys that were bools before they took `auto` too (all the true/false/auto keys): their
@@ -100,7 +102,11 @@ def study_trial_types() -> dict[str, str]:
 WERE_BOOLS = bool_or_auto_keys()
 # Keys added after studies were stored: at their default they are left out of the hash, so a
 # stored trial (whose config lacks them) keeps its id.
-ADDED_KEYS = ("run.divergence_loss",)
+ADDED_KEYS = ("run.divergence_loss", "model.fedweit_lambda_l1", "model.fedweit_lambda_l2",
+              "model.fedweit_weight_decay", "model.fedweit_sparsity", "model.fedweit_channels",
+              "model.fedweit_past", "model.fedweit_optimizer", "compression.prune",
+              "compression.prune_server", "model.fedpara_gamma", "model.fedpara_on_head",
+              "model.zerofl_sparsity", "model.zerofl_mask_ratio")
 DEFAULTS = RunConfig().to_flat()
 
 
@@ -115,6 +121,21 @@ def config_hash(cfg: RunConfig) -> str:
             del flat[key]
     text = json.dumps(flat, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+
+
+def as_today(stored: pd.DataFrame) -> pd.DataFrame:
+    """Stored rows' config columns as today's config spells them: a key that was a bool and now
+    also takes `auto` as its word (`true`/`false`), and a key added since at its default, which
+    is what the stored trial ran (its id, the config's hash, proves it: `ADDED_KEYS` at their
+    defaults are left out of the hash)."""
+    out = stored.copy()
+    for key in WERE_BOOLS:
+        if key in out and pd.api.types.is_bool_dtype(out[key]):
+            out[key] = out[key].map({True: "true", False: "false"})
+    for key in ADDED_KEYS:
+        if key not in out:
+            out[key] = DEFAULTS[key]
+    return out
 
 
 def typed(df: pd.DataFrame, types: dict[str, str]) -> pd.DataFrame:
@@ -145,24 +166,10 @@ def empty_trials() -> pd.DataFrame:
 
 
 def typed_trials(df: pd.DataFrame, metrics: dict[str, str]) -> pd.DataFrame:
-    """A study's trials with every column present and of one type, whatever the trials' fate:
-    config keys by their field type, summary metrics nullable (`metrics`: their types), study
-    columns as strings; in the order study columns, config, Optuna, metrics, versions."""
-    types = field_types()
-    for col, dtype in metrics.items():
-        df[col] = (df[col] if col in df else pd.Series([None] * len(df), dtype="object")
-                   ).astype("object").where(lambda c: c.notna(), None).astype(dtype)
-    for key, typ in types.items():
-        df[key] = df[key].astype(PANDAS_TYPES[typ])
-    for col in (*STUDY_COLUMNS, *VERSION_COLUMNS, *NODE_COLUMNS):
-        if col in df or col not in NODE_COLUMNS:        # older callers: no node columns
-            df[col] = df[col].astype("string")
-    df[OPTUNA_COLUMN] = df[OPTUNA_COLUMN].astype("Int64")
-    df["schema_version"] = df["schema_version"].astype("int64")
-    head = [*STUDY_COLUMNS, *types, OPTUNA_COLUMN]
-    tail = [*VERSION_COLUMNS, *(c for c in NODE_COLUMNS if c in df), "schema_version"]
-    rest = [c for c in df.columns if c not in head and c not in tail]
-    return df[[*head, *rest, *tail]]
+    """A study's trials with every column present and of one type, whatever the trials' fate,
+    typed as a run's are (`typed`) from `study_trial_types`; the metrics in the rows' order."""
+    ordered = {**{c: metrics[c] for c in df.columns if c in metrics}, **metrics}
+    return typed(df, study_trial_types(ordered, nodes=all(c in df for c in NODE_COLUMNS)))
 
 
 def metric_types(summaries: list[dict]) -> dict[str, str]:

@@ -41,6 +41,7 @@ from fcl.config import RunConfig, from_flat
 from fcl.data.federated import FederatedData
 from fcl.models.factory import build_model
 from fcl.models.pretrained import input_stats
+from fcl.manifest import sha256 as file_sha256
 from fcl.records import RunSummary
 
 MODEL_FILE, META_FILE, FORMAT = "model.pt", "model.json", 1
@@ -83,14 +84,6 @@ def state_sha256(state: dict[str, torch.Tensor]) -> str:
         t = t.detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
     return h.hexdigest()
 
 

@@ -39,7 +39,8 @@ def sequential_and_batched(adapter: str, augment: bool = False):
 
 
 @pytest.mark.parametrize("adapter,augment", [("nettailor", False), ("lora", False),
-                                             ("full", False), ("nettailor", True)])
+                                             ("full", False), ("fedpara", False),
+                                             ("nettailor", True)])
 def test_batched_clients_give_the_sequential_deltas(adapter, augment):
     start, seq, bat, _ = sequential_and_batched(adapter, augment)
     for s, b in zip(seq, bat):

@@ -50,7 +50,7 @@ def test_targets_are_checked_on_the_rows_present():
     (["--repeats", "0"], "error: --repeats=0: out of range; allowed: >= 1"),
     (["--set", "run.device=bogus"], ("error: run.device=bogus: unknown value; allowed: auto, "
                                      "cpu, cuda")),
-    (["--set", "run.threads=-1"], "error: run.threads=-1: out of range; allowed: >= 0"),
+    (["--set", "run.threads=-1"], "error: run.threads=-1: out of range; allowed: 0 <= n <= 1024"),
     (["--device", "cpu", "--set", "run.device=auto"], ("error: --device=cpu: contradicts "
                                                        "--set run.device=auto; allowed: one of "
                                                        "the two")),

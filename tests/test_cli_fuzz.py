@@ -206,7 +206,8 @@ def test_study_dry_run_ends_in_exit_0_or_one_error_line(stopped, data):
 FLOATS = sorted(k for k, t in TYPES.items() if t is float)
 INTS = sorted(k for k, t in TYPES.items() if t is int and k not in CHOICES)
 BOUNDED = {"data.min_client_samples": "1000000000", "model.proxy_depth": "1000000000",
-           "client.local_epochs": "1000000000"}
+           "client.local_epochs": "1000000000", "rounds": "1000000000",
+           "seed": "100000000000000000000", "run.threads": "1000000000"}
 LONG = "x" * 300
 REFUSED_SETS = (
     [(k, v) for k in FLOATS for v in ("nan", "inf", "-inf", "1e400", "-1e308", "abc", "", "🙂")]
@@ -267,6 +268,8 @@ STUDY_REFUSED = [
     (["--storage", f"/tmp/{LONG}"], "255 bytes"),
     (["--seeds", "1000000"], "1..100"),
     (["--seeds", "0"], "--seeds"),
+    (["--num-samples", "1000000"], "1..100000"),
+    (["--num-samples", "0"], "--num-samples"),
     (["--set", "server.lr=0.1"], "the study varies server.lr"),
 ]
 

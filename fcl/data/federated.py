@@ -94,6 +94,16 @@ def split_classes(num_classes: int, num_tasks: int, order: str, seed: int) -> li
     return [g.tolist() for g in np.array_split(classes, num_tasks)]
 
 
+def chance_accuracy(ds: ImageDataset, cfg: DataConfig) -> tuple[float, int]:
+    """(ACC in percent of a model that guesses, the test images ACC is measured on): the mean
+    over tasks of 1 / classes of the task, and each task's classes x test images per class."""
+    groups = task_groups(ds, cfg, 0)
+    counts = torch.bincount(ds.test_y, minlength=ds.num_classes).tolist()
+    per_class = [min(n, cfg.test_per_class) if cfg.test_per_class else n for n in counts]
+    return (float(np.mean([100 / len(g) for g in groups])),
+            int(sum(per_class[c] for g in groups for c in g)))
+
+
 def task_groups(ds: ImageDataset, cfg: DataConfig, seed: int) -> list[list[int]]:
     """The data set's own groups (domains), in sequence or seeded order, or classes cut into
     data.num_tasks groups."""

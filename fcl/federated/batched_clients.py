@@ -27,7 +27,9 @@ Falls back to `local_train`, client by client, where vmap cannot give the same u
 - a BatchNorm in train mode, or float buffers in the task module: batch statistics would mix
   clients (and padding), and running statistics are updated in place, once per client;
 - a client algorithm with per-client control variates (SCAFFOLD: each client's c_i would have
-  to be stacked by the engine). FedProx (a correction towards the client's start) is batched.
+  to be stacked by the engine). FedProx (a correction towards the client's start) is batched;
+- a module that says why not in its `sequential_only` (ZeroFL's SWAT layers: a custom
+  backward, not vmapped).
 """
 from __future__ import annotations
 
@@ -54,7 +56,8 @@ def why_sequential(model: nn.Module, buffers: list[str], algorithm: ClientAlgori
         return "BatchNorm in train mode (batch and running statistics are per client)"
     if algorithm.control_variates:
         return f"{type(algorithm).__name__} keeps per-client control variates"
-    return None
+    return next((m.sequential_only for m in model.modules()
+                 if getattr(m, "sequential_only", None)), None)   # e.g. ZeroFL's SWAT layers
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,26 @@ constant channel comes back exactly (no 0 / 0). The zero point is sent as `lo`, 
 code 0 (a float zero point, as the paper sends its zero points in float). Codes are packed:
 8 / b per byte, ceil(numel * b / 8) bytes per tensor. 1-D tensors (norm weights, biases, norm
 statistics, NetTailor gates) go as float32, as in the paper.
+
+compression.prune > 0 (float32 only): magnitude pruning, a sparse message (`fcl.federated.
+pruning`: one global threshold, its byte encoding) on the uplink, and on the downlink too with
+compression.prune_server.
+
+ZeroFL's uplink (`model.zerofl_sparsity` > 0, `fcl.models.zerofl`): every conv kernel (4-D
+tensor) at its own top-K by magnitude, density (1 - s) + r, in the same sparse encoding; the
+other tensors dense in float32; the downlink dense.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 
 import torch
 
+from fcl.federated.pruning import prune, sparse_nbytes, values_nbytes
+from fcl.models.zerofl import top_k
 from fcl.models.task_state import Params
 
 FLOAT_BYTES = 4
@@ -45,9 +56,16 @@ class QuantizedTensor:
 
 @dataclass(frozen=True)
 class Message:
-    tensors: Params                    # sent as float32
+    tensors: Params                    # sent as float32 (pruned ones zero-filled)
     nbytes: int
     quantized: dict[str, QuantizedTensor] = field(default_factory=dict)
+    positions_nbytes: int = 0          # of a sparse message: its counts and positions
+
+    @property
+    def values_nbytes(self) -> int:
+        """The bytes of the values alone (a sparse message without its counts and positions,
+        the size papers often quote for pruning); every other message: `nbytes`."""
+        return self.nbytes - self.positions_nbytes
 
 
 def pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
@@ -99,6 +117,35 @@ def encode_quantized(params: Params, bits: int) -> Message:
     return Message(tensors, nbytes, quantized)
 
 
+def encode_pruned(params: Params, rate: float, dense: Collection[str] = ()) -> Message:
+    """Magnitude pruning at `rate` over every tensor not in `dense` (norm statistics, sent as
+    float32), each pruned tensor counted in the sparse encoding of `fcl.federated.pruning`."""
+    tensors = {n: t.float() for n, t in prune(params, rate, dense).items()}
+    return sparse_message(tensors, [n for n in tensors if n not in dense])
+
+
+def encode_top_k(params: Params, density: float, dense: Collection[str] = ()) -> Message:
+    """ZeroFL's uplink: every conv kernel (4-D tensor) not in `dense` at its own top-K by
+    magnitude (`fcl.models.zerofl.top_k` at `density`), in the sparse encoding of
+    `fcl.federated.pruning`; every other tensor dense in float32."""
+    names = [n for n, t in params.items() if n not in dense and t.dim() == 4]
+    tensors = {n: t.float() for n, t in params.items()}
+    tensors.update({n: top_k(tensors[n], density) for n in names})
+    return sparse_message(tensors, names)
+
+
+def sparse_message(tensors: Params, names: list[str]) -> Message:
+    """The message of float32 `tensors` whose `names` go in the sparse encoding (their non-zero
+    values counted) and the others dense."""
+    counts = torch.stack([torch.count_nonzero(tensors[n]) for n in names]).tolist() \
+        if names else []                                  # one host sync for all tensors
+    kept = dict(zip(names, counts))
+    sparse = sum(sparse_nbytes(tensors[n].numel(), k) for n, k in kept.items())
+    values = sum(values_nbytes(k) for k in kept.values())
+    dense_bytes = float32_nbytes({n: t for n, t in tensors.items() if n not in kept})
+    return Message(tensors, dense_bytes + sparse, positions_nbytes=sparse - values)
+
+
 def decode(message: Message) -> Params:
     if not message.quantized:
         return message.tensors
@@ -116,22 +163,41 @@ def float32_nbytes(params: Params) -> int:
 
 @dataclass(frozen=True)
 class Codec:
-    """`compression.*` resolved once per run: the encoder of both links and what the uplink
-    carries (payload=values: trained tensors; delta: trained minus received)."""
+    """`compression.*` resolved once per run: the encoder of both links, what the uplink
+    carries (payload=values: trained tensors; delta: trained minus received) and the pruning
+    rate of the uplink (and of the downlink with `prune_server`; 0: none); `top_k`: ZeroFL's
+    upload density of every conv kernel (0: none)."""
     bits: int
     values: bool
     encode: Callable[[Params], Message]
+    prune: float = 0.0
+    prune_server: bool = False
+    top_k: float = 0.0
 
     @classmethod
-    def from_config(cls, bits: int, payload: str) -> "Codec":
-        return cls(bits, payload == "values", encoder(bits))
+    def from_config(cls, bits: int, payload: str, prune: float = 0.0,
+                    prune_server: bool = False, top_k: float = 0.0) -> "Codec":
+        return cls(bits, payload == "values", encoder(bits), prune, prune_server, top_k)
 
-    def send(self, params: Params) -> tuple[Params, int]:
+    def message(self, params: Params, dense: Collection[str] = (), down: bool = False
+                ) -> Message:
+        """The message of `params` on the uplink (`down`: the downlink); `dense`: the names of
+        norm statistics, which pruning leaves out."""
+        if self.prune > 0 and (self.prune_server or not down):
+            return encode_pruned(params, self.prune, dense)
+        if self.top_k > 0 and not down:
+            return encode_top_k(params, self.top_k, dense)
+        return self.encode(params)
+
+    def send(self, params: Params, dense: Collection[str] = (), down: bool = False
+             ) -> tuple[Params, int]:
         """(what the receiver decodes, the bytes sent)."""
-        msg = self.encode(params)
+        msg = self.message(params, dense, down)
         return decode(msg), msg.nbytes
 
     def served(self, state: Params) -> Params:
-        """The model clients receive and evaluation sees: with payload=values the broadcast as
-        decoded (quantized below 32 bits); with payload=delta the float32 server state."""
+        """The model evaluation sees (and clients receive, unless pruned): with payload=values
+        the broadcast as decoded (quantized below 32 bits); with payload=delta the float32
+        server state. Pruning runs at 32 bits: evaluation sees the dense server state, as the
+        server of FLoCoRA's code evaluates its aggregate."""
         return state if self.bits == 32 or not self.values else self.send(state)[0]

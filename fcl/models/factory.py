@@ -12,10 +12,13 @@ from torch import nn
 
 from fcl.config import ModelConfig
 from fcl.models.backbone import build_backbone
+from fcl.models.fedpara import FedParaNet
+from fcl.models.fedweit import FedWeITNet
 from fcl.models.full import FullNet
 from fcl.models.lora import LoRANet
 from fcl.models.nettailor import NetTailorNet
 from fcl.models.pretrained import load_pretrained_
+from fcl.models.zerofl import ZeroFLNet
 from fcl.seeding import derive_seed
 
 
@@ -30,13 +33,25 @@ def _lora(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
 
 
 def _full(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
+    if cfg.zerofl_sparsity > 0:         # ZeroFL: full with SWAT's sparse local training
+        return ZeroFLNet(backbone, classes_per_task, cfg.zerofl_sparsity)
     return FullNet(backbone, classes_per_task)
+
+
+def _fedweit(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
+    return FedWeITNet(backbone, classes_per_task, cfg.fedweit_lambda_l1)
+
+
+def _fedpara(cfg: ModelConfig, backbone, classes_per_task: list[int]) -> nn.Module:
+    return FedParaNet(backbone, classes_per_task, cfg.fedpara_gamma, cfg.fedpara_on_head)
 
 
 ADAPTERS: dict[str, Callable[[ModelConfig, nn.Module, list[int]], nn.Module]] = {
     "nettailor": _nettailor,
     "lora": _lora,
     "full": _full,
+    "fedweit": _fedweit,
+    "fedpara": _fedpara,
 }
 
 

@@ -11,6 +11,7 @@ every task trains a separate whole model, the upper bound on what a task could s
 from __future__ import annotations
 
 import copy
+from typing import Callable
 
 import torch
 from torch import nn
@@ -26,10 +27,14 @@ class FullTask(nn.Module):
 
 
 class FullNet(nn.Module):
-    def __init__(self, backbone: Backbone, classes_per_task: list[int]):
+    """The untouched original as `backbone`, never run, and one whole model per task, built by
+    `make_task(backbone, classes)` (`FullTask`; FedPara's parameterised copy)."""
+
+    def __init__(self, backbone: Backbone, classes_per_task: list[int],
+                 make_task: Callable[[Backbone, int], nn.Module] = FullTask):
         super().__init__()
         self.backbone = backbone
-        self.tasks = nn.ModuleList(FullTask(backbone, n) for n in classes_per_task)
+        self.tasks = nn.ModuleList(make_task(backbone, n) for n in classes_per_task)
 
     def train(self, mode: bool = True):
         super().train(mode)
