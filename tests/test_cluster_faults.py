@@ -22,7 +22,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["rounds=4", "data.num_tasks=2", "data.train_per_class=20", "data.test_per_class=10",
-        "client.local_epochs=1", "model.width=8", "eval.every=4"]
+        "client.local_epochs=1", "model.width=8", "model.weights=", "eval.every=4"]
 DRIVER = textwrap.dedent('''
     import sys
     from fcl.tune import Study, grid
@@ -62,7 +62,7 @@ def cluster(tmp_path_factory):
     shutil.rmtree(temp, ignore_errors=True)
 
 
-def study(cluster, name: str, results, *flags: str, timeout: float = 240):
+def study(cluster, name: str, results, *flags: str, timeout: float = 900):
     """Run the driver's study `name` at smoke (tiny) against the cluster: (rc, stdout, stderr,
     seconds)."""
     address, tmp = cluster

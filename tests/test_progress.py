@@ -113,3 +113,35 @@ def test_best_line_names_the_config_with_its_seeds_averaged():
         "best ACC 69.9%: client.lr=0.05, server.lr=0.5 (2 seeds)")
     assert best_line(df, ["seed"]) == "best ACC 68.0% (4 seeds)"
     assert best_line(df.assign(status="ERROR"), ["client.lr"]) == ""
+
+
+def test_a_best_within_its_interval_of_chance_is_not_named_a_best():
+    # two seeds: 69.8 and 70.0 -> mean 69.9, half-width 12.706 * 0.1414 / sqrt(2) = 1.27
+    df = pd.DataFrame({"client.lr": [0.05, 0.05, 0.1], "seed": [0, 1, 0],
+                       "acc": [70.0, 69.8, 52.0], "status": ["TERMINATED"] * 3})
+    assert best_line(df, ["client.lr"], (50.0, 200)) == (
+        "best ACC 69.9%: client.lr=0.05 (2 seeds)")
+    assert best_line(df, ["client.lr"], (69.0, 200)) == (
+        "no best configuration: the highest ACC, 69.9%: client.lr=0.05 (2 seeds), is within "
+        "its 95% interval (± 1.3) of chance (69.0%)")
+    # one seed: the binomial interval of 52% on 200 test images, 1.96 * sqrt(.52 * .48 / 200)
+    one = df[df["client.lr"] == 0.1]
+    assert best_line(one, ["client.lr"], (50.0, 200)) == (
+        "no best configuration: the highest ACC, 52.0%: client.lr=0.1 (1 seed), is within "
+        "its 95% interval (± 6.9) of chance (50.0%)")
+    assert best_line(one, ["client.lr"], (50.0, 20000)).startswith("best ACC 52.0%")
+
+
+def test_chance_accuracy_counts_each_tasks_classes_and_test_images():
+    from fcl.data.federated import chance_accuracy
+    from fcl.data.image_dataset import from_arrays
+    from fcl.presets import preset
+    import numpy as np
+    # 5 classes, 3 of them with 4 test images, 2 with 2; tasks of 3 and 2 classes (array_split)
+    test_y = np.array([0] * 4 + [1] * 4 + [2] * 4 + [3] * 2 + [4] * 2)
+    ds = from_arrays("t", np.zeros((5, 8, 8, 1), np.uint8), np.arange(5),
+                     np.zeros((len(test_y), 8, 8, 1), np.uint8), test_y)
+    data = preset("smoke", {"data.num_tasks": 2, "data.test_per_class": 3}).data
+    assert chance_accuracy(ds, data) == ((100 / 3 + 100 / 2) / 2, 3 + 3 + 3 + 2 + 2)
+    data = preset("smoke", {"data.num_tasks": 2, "data.test_per_class": 0}).data
+    assert chance_accuracy(ds, data)[1] == 16

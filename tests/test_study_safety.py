@@ -62,7 +62,7 @@ def test_same_study_without_tune_state_refuses_a_plain_rerun_naming_fresh(tmp_pa
         run_study(STRAGGLERS, smoke(tmp_path))
     # another space (a --set that the base config records) is named
     with pytest.raises(ConfigError, match=r"differs in base rounds"):
-        run_study(STRAGGLERS, replace(smoke(tmp_path), sets={"rounds": "10"}))
+        run_study(STRAGGLERS, replace(smoke(tmp_path), sets={"rounds": "20"}))
     assert no_ray_work(tmp_path)
 
 
@@ -92,6 +92,16 @@ def test_results_and_storage_that_cannot_be_written_are_refused_first(tmp_path):
     (tmp_path / "r" / "stragglers").write_text("a file where the study's folder goes")
     with pytest.raises(ConfigError, match=r"stragglers: cannot write there \(it is a file"):
         run_study(STRAGGLERS, smoke(tmp_path / "r"))
+
+
+def test_an_object_store_that_cannot_be_reached_is_one_line(tmp_path):
+    """An s3:// storage whose endpoint refuses connections (a local port nothing listens on:
+    no network needed): one line naming it, before any Ray work, and --results not created."""
+    unreachable = "s3://fcl-bucket/fcl?endpoint_override=127.0.0.1:9&scheme=http&region=us-east-1"
+    with pytest.raises(ConfigError, match=r"^--storage=s3://fcl-bucket/fcl\S*: cannot be "
+                                          r"reached \(.*allowed: a bucket this machine reaches"):
+        run_study(STRAGGLERS, smoke(tmp_path / "r", storage=unreachable))
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_read_only_results_folder_is_refused(tmp_path):

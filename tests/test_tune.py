@@ -29,8 +29,13 @@ TIMING = ("wall_s", "samples_per_s", "tune_trial_id", "tune_trial_dir")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# the smoke study at the size these tests were written for (a random width-8 backbone, 5
+# rounds): they check Tune's mechanics, which need no learning, at half the cost
+SMALL = {"model.weights": "", "model.width": "8", "rounds": "5", "data.test_per_class": "10"}
+
+
 def smoke(results, **kw) -> StudyOptions:
-    return StudyOptions(preset="smoke", results=str(results), **kw)
+    return StudyOptions(preset="smoke", results=str(results), sets=SMALL, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +117,7 @@ def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(unin
     with pytest.raises(ConfigError, match="--resume to continue it, or --fresh"):
         run_study(Study("grid4", SPACE), smoke(results))
     with pytest.raises(ConfigError, match="differs from the interrupted study"):
-        run_study(Study("grid4", SPACE), StudyOptions(preset="smoke", sets={"rounds": "10"},
+        run_study(Study("grid4", SPACE), StudyOptions(preset="smoke", sets={**SMALL, "rounds": "20"},
                                                       results=str(results), resume=True))
     outcome = run_study(Study("grid4", SPACE), smoke(results, resume=True))
     assert (outcome.finished, outcome.failed) == (4, 0)
@@ -136,6 +141,7 @@ def test_driver_killed_mid_study_then_resumed_gives_exactly_the_same_rows(uninte
     log = open(tmp_path / "driver.log", "w")
     proc = subprocess.Popen(
         [sys.executable, str(script), "--preset", "smoke", "--results", str(killed),
+         "--set", *(f"{k}={v}" for k, v in SMALL.items()),
          "--address", ray.get_runtime_context().gcs_address],
         stdout=log, stderr=subprocess.STDOUT, env=env)
     pattern = str(killed / ".tune" / "grid4" / "*" / "checkpoint_*")
@@ -162,8 +168,7 @@ def test_driver_killed_mid_study_then_resumed_gives_exactly_the_same_rows(uninte
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ray, tmp_path):
     space = {"run.device": grid("cpu", "cuda")}         # cuda: fails here, at run time
-    outcome = run_study(Study("failing", space), StudyOptions(
-        preset="smoke", seeds=1, results=str(tmp_path), max_failures=1))
+    outcome = run_study(Study("failing", space), smoke(tmp_path, seeds=1, max_failures=1))
     assert (outcome.finished, outcome.failed) == (1, 1)
     f = frames(tmp_path, "failing")
     trials = f["trials"].set_index("run.device")
@@ -182,8 +187,7 @@ def test_failing_trial_is_retried_then_recorded_and_the_study_completes(local_ra
     assert open(error_logs[0]).read().count("Failure # ") == 2
     # --resume leaves a trial that failed for good alone (still recorded as ERROR);
     # --retry-errored runs it again
-    again = StudyOptions(preset="smoke", seeds=1, results=str(tmp_path), max_failures=1,
-                         resume=True)
+    again = smoke(tmp_path, seeds=1, max_failures=1, resume=True)
     assert run_study(Study("failing", space), again).failed == 1
     assert open(error_logs[0]).read().count("Failure # ") == 2
     from dataclasses import replace

@@ -50,9 +50,9 @@ def test_dry_run_of_an_asha_search_names_its_rungs(capsys):
                                                 "asha", "--reduction-factor", "2"])
     assert code == 0
     out = capsys.readouterr().out
-    # smoke: rounds 5 or 10, T = 5: grace Q = 1 round of the base (R = 5); max_t = 10
-    assert ("scheduler: asha on acc, time attribute round, grace 1 rounds, reduction factor 2, "
-            "rungs at rounds 1, 2, 4, 8") in out
+    # smoke: rounds 5 or 10, T = 5: grace Q = 2 rounds of the base (R = 10); max_t = 10
+    assert ("scheduler: asha on acc, time attribute round, grace 2 rounds, reduction factor 2, "
+            "rungs at rounds 2, 4, 8") in out
 
 
 def test_export_counts_never_reported_trials_and_marks_scheduler_stops():
@@ -73,8 +73,11 @@ def test_export_counts_never_reported_trials_and_marks_scheduler_stops():
         ("EARLY_STOPPED", 0.1, {"round_reached": 3, "acc_reached": 55.0})]
 
 
-# backbone widths whose random init differs in accuracy, best first (see the ASHA test)
+# backbone widths whose random init differs in accuracy, best first (see the ASHA test), at
+# the smoke study's size of the measurement: a random backbone (no shipped weights), 5 rounds,
+# 10 test images per class
 WIDTHS_BEST_FIRST = (6, 8, 4, 16, 18, 12)
+RANDOM_INIT_SIZE = {"model.weights": "", "rounds": "5", "data.test_per_class": "10"}
 
 
 def test_asha_search_stops_trials_early_and_records_them(local_ray, tmp_path):
@@ -85,7 +88,8 @@ def test_asha_search_stops_trials_early_and_records_them(local_ray, tmp_path):
     model.norm_groups=2 needs), listed best first, so every later trial meets a higher cutoff
     at round 1."""
     space = {"model.width": grid(*WIDTHS_BEST_FIRST)}
-    opts = StudyOptions(preset="smoke", sets={"client.lr": "1e-6", "client.local_epochs": "1"},
+    opts = StudyOptions(preset="smoke", sets={"client.lr": "1e-6", "client.local_epochs": "1",
+                                              **RANDOM_INIT_SIZE},
                         results=str(tmp_path),
                         scheduler=SchedulerOptions("asha", grace_rounds=1, reduction_factor=2))
     outcome = run_study(Study("asha", space, early_stopping=True), opts)

@@ -20,7 +20,8 @@ from fcl.tune.cluster import trial_resources  # noqa: E402
 from fcl.results_io import STUDY_SUMMARY_TYPES  # noqa: E402
 from fcl.tune.export import TrialOutcome, study_frames, trial_ids  # noqa: E402
 from fcl.tune.plan import load_datasets  # noqa: E402
-from fcl.tune.space import check_space, data_signature, dataset_key, trial_overrides  # noqa: E402
+from fcl.tune.data_sharing import data_signature, dataset_key  # noqa: E402
+from fcl.tune.space import check_space, trial_overrides  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STUDY_FILES = sorted(f for f in glob.glob(os.path.join(REPO, "studies", "*.py"))
@@ -44,6 +45,10 @@ COUNTS = {
     "flocora_quantization": (7, 7),          # 32-bit, then 8/4/2 bits x two payloads
     "search": (20, 20),                      # draws, not grid points
     "drift_correction": (8 * 2, 8 * 2),
+    "fcl_methods": (3, 3),                   # NetTailor + FedAdam / FedSGD, FedWeIT + FedSGD
+    "flocora_layers": (3, 3),                # Table II: vanilla, + norm layers, + final FC
+    "flocora_compare": (13, 13),             # FedAvg, LoRA x 4 bits, pruning x 4, FedPara x 2,
+    #                                          ZeroFL x 2
 }
 
 

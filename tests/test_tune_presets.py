@@ -74,4 +74,4 @@ def test_help_lists_every_preset_and_what_a_family_runs(monkeypatch):
         assert name in text
     assert "local (runs flocora-local), paper (runs flocora)," in text
     grid_help = " ".join(build_parser(STUDIES["ablation_lr"]).format_help().split())
-    assert "local (a laptop)," in grid_help and "(default: 1 at smoke, else 3)" in grid_help
+    assert "local (a laptop)," in grid_help and "(default: 1 at smoke, 5 at cifar10-drift, else 3)" in grid_help

@@ -81,3 +81,49 @@ def test_muting_worker_output_drops_only_rays_print_handler_and_unmuting_restore
     finally:
         dispatcher.handlers = before
     assert seen == [("other", "a"), ("print", "b"), ("other", "b")]
+
+
+# what a worker Tune ended printed in CI beside a failed trial's one-line report
+SIGTERM_BLOCK = [
+    "Exception ignored in: <function WeakSet.__init__.<locals>._remove at 0x7f4c2c1d2e80>",
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.11/_weakrefset.py", line 39, in _remove',
+    "    def _remove(item, selfref=ref(self)):",
+    "",
+    '  File "/venv/lib/python3.11/site-packages/ray/_private/worker.py", line 1063, in '
+    "sigterm_handler",
+    "    raise_sys_exit_with_custom_error_message(",
+    '  File "python/ray/_raylet.pyx", line 712, in '
+    "ray._raylet.raise_sys_exit_with_custom_error_message",
+    "SystemExit: 1",
+]
+OTHER_TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                   "ValueError: lr=-1"]
+
+
+def test_rays_sigterm_traceback_is_dropped_and_every_other_line_kept():
+    from fcl.tune.worker_noise import SigtermTracebacks
+
+    drop = SigtermTracebacks()
+    lines = ["round 3"] + SIGTERM_BLOCK + ["after"] + OTHER_TRACEBACK
+    assert drop(("ip", 1), lines) == ["round 3", "after"] + OTHER_TRACEBACK
+    # a block split between two of Ray's batches, and another worker's lines between them
+    assert drop(("ip", 2), SIGTERM_BLOCK[:4]) == []
+    assert drop(("ip", 3), ["other worker"]) == ["other worker"]
+    assert drop(("ip", 2), SIGTERM_BLOCK[4:] + ["next"]) == ["next"]
+    # an unrelated SystemExit (no sigterm_handler in it) is the user's: kept
+    mine = ["Traceback (most recent call last):", '  File "a.py", line 1, in main', "SystemExit: 2"]
+    assert drop(("ip", 1), mine) == mine
+
+
+def test_the_drivers_printer_of_worker_output_is_wrapped_once(local_ray):
+    from ray._private import ray_logging
+
+    ray_private.drop_sigterm_tracebacks()                 # connect() did it; again: no-op
+    handlers = dict(ray_logging.global_worker_stdstream_dispatcher.handlers)
+    assert handlers["ray_print_logs"].fcl_filtered
+    printed = []
+    wrapped = ray_private._filtered(printed.append)
+    wrapped({"ip": "ip", "pid": 7, "is_err": True, "lines": SIGTERM_BLOCK})
+    wrapped({"ip": "ip", "pid": 7, "is_err": True, "lines": ["kept"]})
+    assert printed == [{"ip": "ip", "pid": 7, "is_err": True, "lines": ["kept"]}]

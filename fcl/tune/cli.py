@@ -68,6 +68,8 @@ def seeds_default(searcher: str | None) -> str:
 
 
 MAX_SEEDS = 100
+# 1,000,000 samples planned 12,000,000 trials (dry run included): far past any study's budget
+MAX_SAMPLES = 100_000
 
 
 def build_parser(study: Study) -> argparse.ArgumentParser:
@@ -87,9 +89,11 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
     p.add_argument("--gpus-per-trial", type=non_negative_float,
                    help="GPUs per trial (default: the cluster's GPUs / trials that fit at once; "
                         "0 when it has none)")
-    p.add_argument("--num-samples", "--trials", type=positive(int), default=study.num_samples,
-                   help="repeats of the grid, or draws of a search (default: "
-                        f"{study.num_samples})")
+    p.add_argument("--num-samples", "--trials", type=positive(int, MAX_SAMPLES),
+                   default=study.num_samples,
+                   help="repeats of the grid, or draws of a search, 1.."
+                        f"{MAX_SAMPLES:,} (more plans millions of trials no study runs; "
+                        f"default: {study.num_samples})")
     # 1,000,000 seeds built a table of millions of trials and never ended, dry run included
     p.add_argument("--seeds", type=positive(int, MAX_SEEDS),
                    help=("seeds per configuration: seed, seed+1, ..." if searcher is None else

@@ -14,7 +14,8 @@ import ray.util.client
 import torch
 
 from fcl.config import ConfigError
-from fcl.tune import ray_connect, reaper
+from fcl.provenance import COMMIT_ENV, fcl_git
+from fcl.tune import ray_connect, ray_private, reaper
 from fcl.tune.nodes import Node, check_fits, one_node
 from fcl.tune.ray_private import autoscaler_node_groups
 
@@ -61,6 +62,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
                           "a head started with --ray-client-server-port PORT that this machine "
                           "reaches; on a cluster with token auth, its ~/.ray/auth_token on "
                           "this machine (or RAY_AUTH_TOKEN)") from None
+    ray_private.drop_sigterm_tracebacks()
     if address is None:
         reaper.watch_local_ray()       # its agents must not outlive a driver killed with -9
     return True
@@ -77,7 +79,9 @@ def ship_fcl() -> dict:
     # that does not have this driver's environment (seen: Ray's result boxes and 'snapshotting
     # ... may become a bottleneck' warnings, 256 lines for a 5-trial smoke study)
     tune_env = {k: os.environ[k] for k in TUNE_ENV if k in os.environ}
-    return {"py_modules": [package], "env_vars": tune_env,
+    # the shipped copy has no .git: what runs there (Ray Client's rows) records this commit
+    commit = {COMMIT_ENV: fcl_git()} if fcl_git() else {}
+    return {"py_modules": [package], "env_vars": {**tune_env, **commit},
             "excludes": ["__pycache__", "*.pyc", "*.fclcache.pt"]}
 
 
@@ -121,7 +125,7 @@ def prepare_join(address: str) -> None:
     if ray_connect.local_node_ids(address) == []:
         raise ConfigError("--address", address, "this machine is not a node of that cluster "
                           "(a driver joins through a Ray node on its own machine)",
-                          "run on the head node; or `ray job submit --address "
+                          "run on the head node; or `RAY_AUTH_MODE=token ray job submit --address "
                           "http://HEAD:8265 --working-dir . -- python studies/NAME.py ...`; or "
                           "--address ray://HEAD:10001 (Ray Client)")
 

@@ -12,7 +12,9 @@ from fcl.config import RunConfig
 from fcl.data.datasets import ImageDataset
 from fcl.tune import cluster, nodes, schedulers, space as spaces
 from fcl.tune.plan import StudyPlan
-from fcl.tune.space import Space, describe_value, grid_points, training_samples
+from fcl.federated.participation import num_sampled
+from fcl.tune.data_sharing import dataset_key
+from fcl.tune.space import Space, describe_value, grid_points
 from fcl.tune.study import StudyOutcome
 
 # Samples/s of one trial of resnet_tiny (width 16) on one CPU core of the 2-core machine this
@@ -29,6 +31,16 @@ CPU_SAMPLES_PER_S = {"resnet_tiny": 1000.0}
 # (minutes each) hardly notice it.
 RUN_FIXED_S = 1.0
 
+
+
+def training_samples(cfg: RunConfig, train_images_per_task: float) -> float:
+    """Expected samples a run trains on: R rounds x sampled clients x (1 - straggler
+    probability) x K epochs x a client's shard (the task's images / N)."""
+    n = cfg.data.num_clients
+    sampled = num_sampled(cfg.participation.fraction, n)
+    shard = train_images_per_task / n
+    return (cfg.rounds * sampled * (1 - cfg.participation.straggler_prob)
+            * cfg.client.local_epochs * shard)
 
 def cpu_seconds(samples: float, runs: float, cfg: RunConfig, threads: int) -> float | None:
     """Seconds that `runs` seed runs training `samples` in all take on CPU, `threads` cores
@@ -92,7 +104,7 @@ def point_cost(point: dict, base: RunConfig, datasets: dict) -> tuple[float, flo
     for combo in itertools.product(*sampled.values()):
         values = dict(zip(sampled, combo))
         cfg = spaces.resolve(base, {**fixed, **values})
-        ds = datasets[spaces.dataset_key(cfg)]
+        ds = datasets[dataset_key(cfg)]
         costs.append((training_samples(cfg, images_per_task(cfg, ds)), values))
     top = max(costs, key=lambda c: c[0])
     return sum(c for c, _ in costs) / len(costs), top[0], top[1]

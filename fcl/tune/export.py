@@ -28,6 +28,8 @@ from fcl.results_io import (EARLY_STOPPED, ERROR, NODE_COLUMNS, OPTUNA_COLUMN, S
                             metric_types, round_rows, round_types, task_rows, task_types,
                             trial_row, typed, typed_trials)
 from fcl.tune.progress import filtered_ray_logs
+from fcl.tune.report import (TUNE_DONE, TUNE_HOSTNAME, TUNE_NODE_IP, TUNE_TRIAL_ID,
+                             TrialReport)
 from fcl.tune.space import resolve
 from fcl.tune.trainable import load_result, seed_configs
 
@@ -81,12 +83,12 @@ def error_hint(error: BaseException) -> str:
 def node_of(metrics: dict, error: BaseException | None = None) -> dict:
     """Where a trial ran: Tune fills `hostname` and `node_ip` into every report; a trial whose
     worker died before reporting has its node's IP in Ray's error (`ip: ...`)."""
-    ip = str(metrics.get("node_ip") or "")
+    ip = str(metrics.get(TUNE_NODE_IP) or "")
     if not ip and error is not None:
         found = re.search(r"^\s*ip: (\S+)$", str(getattr(error, "cause", None) or error),
                           re.MULTILINE)
         ip = found.group(1) if found else ""
-    return {"hostname": str(metrics.get("hostname") or ""), "node_ip": ip}
+    return {"hostname": str(metrics.get(TUNE_HOSTNAME) or ""), "node_ip": ip}
 
 
 def tune_ids(res, config: dict | None = None) -> dict:
@@ -94,7 +96,7 @@ def tune_ids(res, config: dict | None = None) -> dict:
     The id is one of Tune's auto-filled metrics, in every `Result.metrics` (Ray fills it in for
     a trial that never reported too): tests/test_tune.py checks it on a trial that failed
     before its first report."""
-    return {"tune_trial_id": (res.metrics or {}).get("trial_id", ""),
+    return {"tune_trial_id": (res.metrics or {}).get(TUNE_TRIAL_ID, ""),
             "tune_trial_dir": str(res.path),
             OPTUNA_COLUMN: (config or trial_config(res) or {}).get(OPTUNA_COLUMN)}
 
@@ -106,7 +108,7 @@ def trial_config(res, planned: dict | None = None) -> dict | None:
     a trial still pending when the study stopped."""
     if res.config is not None or res.error is None:
         return res.config
-    tid = (res.metrics or {}).get("trial_id")
+    tid = (res.metrics or {}).get(TUNE_TRIAL_ID)
     if planned and tid in planned:
         return planned[tid]
     try:
@@ -158,7 +160,8 @@ def outcomes(result_grid, base: RunConfig, seeds: int = 1
             unfinished += 1
             continue
         ids, metrics = tune_ids(res, config), res.metrics or {}
-        cfgs = seed_configs(resolve(base, config), int(metrics.get("seeds") or seeds))
+        report = TrialReport.from_tune(metrics)
+        cfgs = seed_configs(resolve(base, config), int(report.seeds) if report else seeds)
         node = node_of(metrics, res.error)
         if res.error is not None:
             out += [TrialOutcome(c, ERROR, error_line(res.error), None, driver, order,
@@ -166,9 +169,9 @@ def outcomes(result_grid, base: RunConfig, seeds: int = 1
                     for c in cfgs]
             continue
         loaded = load_result(res.checkpoint) if res.checkpoint is not None else None
-        if loaded is None and metrics.get("done"):
+        if loaded is None and report is not None and metrics.get(TUNE_DONE):
             # Tune marks a trial its scheduler stopped as done; a finished one has its result
-            reached = {"round_reached": metrics["round"], "acc_reached": metrics["acc"]}
+            reached = {"round_reached": report.round, "acc_reached": report.acc}
             out += [TrialOutcome(c, EARLY_STOPPED, "", None, driver, order, reached, ids,
                                  node=node) for c in cfgs]
             continue

@@ -24,7 +24,7 @@ from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.tune.utils import flatten_dict
 
 from fcl.results_io import EARLY_STOPPED, ERROR, TERMINATED
-from fcl.tune.trainable import FINISHED
+from fcl.tune.report import TrialReport
 
 STATUS_TAG = "fcl.status"
 MAX_PARAM = 6000             # MLflow's limit on a param value's length
@@ -52,7 +52,8 @@ def numeric(result: dict) -> dict[str, float]:
 def end_status(last_result: dict | None, failed: bool) -> str:
     if failed:
         return ERROR
-    return TERMINATED if (last_result or {}).get(FINISHED) else EARLY_STOPPED
+    report = TrialReport.from_tune(last_result)
+    return TERMINATED if report is not None and report.finished else EARLY_STOPPED
 
 
 class MLflowTracker(MLflowLoggerCallback):

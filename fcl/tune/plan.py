@@ -14,6 +14,7 @@ from fcl.data.federated import build_federated_data
 from fcl.manifest import Manifest
 from fcl.presets import STUDY_PRESETS, study_preset
 from fcl.tune import cluster, schedulers, space as spaces, trackers
+from fcl.tune.data_sharing import data_signature, dataset_key
 from fcl.tune.space import Space
 from fcl.tune.study import Study, StudyOptions
 from fcl.tune.study_manifest import study_manifest
@@ -114,10 +115,10 @@ _LOADED: dict[tuple, ImageDataset] = {}      # per driver process: data sets are
 
 
 def load_datasets(configs: list[RunConfig]) -> dict[tuple, ImageDataset]:
-    """Each data set the study uses, loaded once in the driver (`spaces.dataset_key`)."""
+    """Each data set the study uses, loaded once in the driver (`data_sharing.dataset_key`)."""
     out = {}
     for c in configs:
-        key = spaces.dataset_key(c)
+        key = dataset_key(c)
         if key not in _LOADED:
             _LOADED[key] = load_dataset(c.data.name, c.data.root, c.data)
         out[key] = _LOADED[key]
@@ -129,7 +130,7 @@ def check_data(configs: list[RunConfig], datasets: dict) -> None:
     clients, a Dirichlet draw that starves a client) fails before any trial."""
     seen = set()
     for cfg in configs:
-        sig = spaces.data_signature(cfg)
+        sig = data_signature(cfg)
         if sig not in seen:
             seen.add(sig)
-            build_federated_data(datasets[spaces.dataset_key(cfg)], cfg.data, cfg.seed)
+            build_federated_data(datasets[dataset_key(cfg)], cfg.data, cfg.seed)

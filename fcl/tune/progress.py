@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import signal
+import statistics
 import threading
 import time
 
@@ -19,8 +20,10 @@ import pandas as pd
 from ray import tune
 
 from fcl.cli import clock
+from fcl.intervals import accuracy_interval
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune.ray_private import mute_worker_output, unmute_worker_output
+from fcl.tune.report import TUNE_TIME_TOTAL
 
 _INTERRUPTED: list[int] = []          # non-empty once Tune has seen a stop signal (per driver)
 STOP_MESSAGE = "Stop signal received"
@@ -66,31 +69,42 @@ class LineReporter(Reporter):
         finished = by.get(TERMINATED, [])
         running, failed = len(by.get("RUNNING", [])), len(by.get(ERROR, []))
         to_go = max(self._total, len(trials)) - len(finished) - running - failed
-        wall = [t.last_result["time_total_s"] for t in finished
-                if "time_total_s" in (t.last_result or {})]
+        wall = [t.last_result[TUNE_TIME_TOTAL] for t in finished
+                if TUNE_TIME_TOTAL in (t.last_result or {})]
         eta = eta_s(to_go + running / 2, self._concurrent, wall, self._prior)
         self._print(study_line(len(finished), running, failed, to_go,
                                time.perf_counter() - self._t0, 0.0 if done else eta))
 
 
-def best_line(trials_df: pd.DataFrame, keys: list[str]) -> str:
+def best_line(trials_df: pd.DataFrame, keys: list[str],
+              chance: tuple[float, int] | None = None) -> str:
     """The configuration with the best ACC, its seeds averaged: `best ACC 69.9%: client.lr=0.05,
-    server.lr=0.5 (3 seeds)`; "" when no trial finished without diverging."""
+    server.lr=0.5 (3 seeds)`; "" when no trial finished without diverging. Given `chance` (ACC
+    of guessing, test images: `fcl.data.federated.chance_accuracy`), a best whose 95% interval
+    (`fcl.intervals`) reaches chance is not named a best: the line says so instead."""
     done = trials_df[trials_df["status"] == TERMINATED]
     if "diverged" in done:         # a diverged run's ACC is not a setting's merit
         done = done[~done["diverged"].fillna(False).astype(bool)]
     if done.empty:
         return ""
     keys = [k for k in keys if k in done and k != "seed"]
-    if not keys:
-        return f"best ACC {done['acc'].mean():.1f}% ({len(done)} seeds)"
-    groups = done.groupby(keys, dropna=False, sort=False)["acc"].agg(["mean", "count"])
-    top = groups["mean"].idxmax()
-    values = top if isinstance(top, tuple) else (top,)
-    named = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                      for k, v in zip(keys, values))
-    n = int(groups.loc[top, "count"])
-    return f"best ACC {groups.loc[top, 'mean']:.1f}%: {named} ({n} seed{'s' * (n != 1)})"
+    if keys:
+        groups = done.groupby(keys, dropna=False, sort=False)["acc"].agg(["mean", list])
+        top = groups["mean"].idxmax()
+        values = top if isinstance(top, tuple) else (top,)
+        accs = groups.loc[top, "list"]
+        named = ": " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                 for k, v in zip(keys, values))
+    else:
+        accs, named = done["acc"].tolist(), ""
+    n = len(accs)
+    seeds = f"{n} seed{'s' * (n != 1)}"
+    if chance is not None:
+        mean, half = accuracy_interval(accs, chance[1])
+        if mean - half <= chance[0]:
+            return (f"no best configuration: the highest ACC, {mean:.1f}%{named} ({seeds}), is "
+                    f"within its 95% interval (± {half:.1f}) of chance ({chance[0]:.1f}%)")
+    return f"best ACC {statistics.fmean(accs):.1f}%{named} ({seeds})"
 
 
 class _AfterInterrupt(logging.Filter):

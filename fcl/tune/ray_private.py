@@ -1,15 +1,18 @@
 """Where fcl reaches into Ray's private API, because Ray has no public one for it: reading a
-running Ray's state, muting the workers' output the driver prints (`mute_worker_output`), and
-one fix to Tune's checkpoint rotation (`rotate_checkpoints_safely`;
-the other such place is `fcl.tune.ray_connect`: what joining a cluster asks of its GCS).
-tests/test_tune_ray_private.py fails loudly on a Ray that moves or renames either (the study
-itself would just read "no autoscaler", or lose the fix)."""
+running Ray's state, muting the workers' output the driver prints (`mute_worker_output`) or
+dropping Ray's own SIGTERM tracebacks from it (`drop_sigterm_tracebacks`), and one fix to Tune's
+checkpoint rotation (`rotate_checkpoints_safely`; the other such place is `fcl.tune.ray_connect`:
+what joining a cluster asks of its GCS). tests/test_tune_ray_private.py fails loudly on a Ray
+that moves or renames either (the study itself would just read "no autoscaler", or lose the
+fix)."""
 from __future__ import annotations
 
 import ray._private.ray_logging as _ray_logging
 import ray._private.state
 import ray.train._internal.checkpoint_manager as _checkpoint_manager
 import ray.tune.execution.experiment_state as _experiment_state
+
+from fcl.tune.worker_noise import SigtermTracebacks
 
 
 def autoscaler_node_groups() -> list:
@@ -99,3 +102,27 @@ def unmute_worker_output() -> None:
     with dispatcher._lock:
         if _MUTED:
             dispatcher.handlers = _MUTED.pop()
+
+
+def drop_sigterm_tracebacks() -> None:
+    """Wrap the driver's printer of worker output (Ray's `ray_print_logs` handler) so that the
+    traceback Ray's SIGTERM handler leaves in a worker Tune ends is not printed
+    (`fcl.tune.worker_noise`). Idempotent; nothing to wrap on a Ray Client or without
+    log_to_driver."""
+    dispatcher = _ray_logging.global_worker_stdstream_dispatcher
+    with dispatcher._lock:
+        dispatcher.handlers = [(name, _filtered(handle)) if name == "ray_print_logs" and
+                               not getattr(handle, "fcl_filtered", False) else (name, handle)
+                               for name, handle in dispatcher.handlers]
+
+
+def _filtered(handle):
+    drop = SigtermTracebacks()
+
+    def print_logs(data):
+        lines = drop((data.get("ip"), data.get("pid"), data.get("is_err")), data["lines"])
+        if lines:
+            handle({**data, "lines": lines})
+
+    print_logs.fcl_filtered = True
+    return print_logs

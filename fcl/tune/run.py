@@ -21,12 +21,14 @@ import ray
 
 from fcl.cli import clock
 from fcl.config import ConfigError, with_overrides
-from fcl.manifest import replace_study_files
+from fcl.data.federated import chance_accuracy
+from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
-from fcl.tune import cluster, disk_full, export, nodes, progress, state as states
+from fcl.tune import cluster, disk_full, export, extend, nodes, progress, state as states
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.searchers import dashboard_command
+from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
@@ -97,7 +99,10 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         watch = None if autoscales or cluster.is_client() else nodes.InfeasibleWatch(res.cpus,
                                                                                     res.gpus)
         nodes.stopped().clear()
-        grid, interrupted, full = fit(plan, state, res, out, table, watch, t0)
+        part = stored_part(plan)
+        tune_plan = replace(plan, space=extend.missing_space(plan.space, part)) if part else plan
+        grid, interrupted, full = fit(tune_plan, state, res, out, table, watch, t0,
+                                      plan.manifest())
         if nodes.stopped():
             raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", nodes.stopped()[0],
                               f"the same command with --resume once a node fits: "
@@ -105,7 +110,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         if full:
             raise disk_full_error(plan.opts, state, f"trial {full[0]}")
         try:
-            return export_study(plan, grid, interrupted, time.perf_counter() - t0, out)
+            return export_study(plan, grid, interrupted, time.perf_counter() - t0, out, part)
         except OSError as e:
             if not disk_full.says_disk_full(str(e)):
                 raise
@@ -117,11 +122,11 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
 
 def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, out: TextIO,
         table: bool = False, watch: nodes.InfeasibleWatch | None = None,
-        start: float | None = None):
+        start: float | None = None, record: Manifest | None = None):
     """Tune's run of the study (the resume policy checked first): (ResultGrid, the signal that
     interrupted it or "", the trials that hit a full disk). `start`: the driver's start, for
-    the elapsed time."""
-    states.enter(state, plan.opts, plan.manifest())
+    the elapsed time; `record`: the whole study's manifest where Tune runs part of it."""
+    states.enter(state, plan.opts, record or plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
     tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
@@ -146,16 +151,35 @@ def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> Co
                        f"free some space, then continue with: {resume}")
 
 
-def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: TextIO
-                 ) -> StudyOutcome:
+def stored_part(plan: StudyPlan) -> extend.StoredPart | None:
+    """The stored study this one adds seeds to (`fcl.tune.extend`), if it does: found again on
+    `--resume`, since the stored results stay in place until the export replaces them."""
+    if plan.study.searcher is not None or plan.opts.fresh:
+        return None
+    return extend.stored_part(os.path.join(plan.opts.results, plan.name), plan.manifest(),
+                              plan.space, plan.cfg)
+
+
+def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: TextIO,
+                 part: extend.StoredPart | None = None) -> StudyOutcome:
     """The study's Parquet from the trials' last checkpoints, then its manifest (both held
     back if `interrupted` names a signal: they wait for the study to complete, with
-    --resume)."""
+    --resume). With a stored `part`, the whole study: its rows and the new trials'."""
     trials, unfinished = export.read_outcomes(grid, plan.cfg, plan.trial_seeds)
-    frames = export.study_frames(plan.name, plan.opts.preset, trials, varying_keys(plan.space))
+    keys = varying_keys(plan.space)
+    frames = export.study_frames(plan.name, plan.opts.preset, trials, keys)
+    manifest = plan.manifest()
+    if part is not None and not interrupted:
+        added = len(frames["trials"])
+        frames = extend.merged_frames(part, frames, keys)
+        manifest = extend.extended_manifest(manifest, part, added)
+        print(f"kept the {len(part.frames['trials'])} stored trials of seeds "
+              f"{extend.seed_range(part.seeds)}; ran {added} at seeds "
+              f"{extend.seed_range(tuple(manifest.extended[-1]['seeds']))}", file=out)
     df = frames["trials"]
     failed = int((df["status"] == ERROR).sum())
-    counts = (len(grid), len(df) - failed, failed, unfinished)
+    stored = len(part.frames["trials"]) if part is not None and not interrupted else 0
+    counts = (len(grid) + stored, len(df) - failed, failed, unfinished)
     if interrupted:
         outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True,
                                terminated=interrupted == "SIGTERM")
@@ -166,9 +190,9 @@ def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: Te
     # read only on request: under Ray Client the checkpoints may not be on this machine's disk
     models = export_models([r.checkpoint for r in grid if r.checkpoint is not None]
                            if plan.opts.save_models else [], folder, kept)
-    paths = replace_study_files(frames, folder, plan.manifest())
+    paths = replace_study_files(frames, folder, manifest)
     print(export.summary_line(df), file=out)
-    best = progress.best_line(df, varying_keys(plan.space))
+    best = progress.best_line(df, varying_keys(plan.space), chance_of(plan))
     if best:
         print(best, file=out)
     for p in paths:
@@ -181,6 +205,16 @@ def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: Te
     for line in rerun_lines(plan.opts, failed, unfinished):
         print(line, file=out)
     return StudyOutcome(counts[0], tuple(paths), *counts[1:], wall_s, grid, frames)
+
+
+def chance_of(plan: StudyPlan) -> tuple[float, int] | None:
+    """ACC of guessing and the test images of the study's tasks, where every trial shares them
+    (None where the study varies its data set or tasks)."""
+    if {"data.name", "data.root", "data.num_tasks", "data.domains", "data.test_per_class"} & \
+            set(varying_keys(plan.space)):
+        return None
+    ds = plan.datasets.get(dataset_key(plan.cfg))
+    return None if ds is None else chance_accuracy(ds, plan.cfg.data)
 
 
 def resume_command(opts: StudyOptions, *extra: str) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ray.tune.schedulers import ASHAScheduler
 
 from fcl.config import ConfigError
+from fcl.tune.report import METRIC, TIME_ATTR
 
 SCHEDULERS = ("fifo", "asha")
 
@@ -62,7 +63,7 @@ def make_scheduler(opts: SchedulerOptions, rounds_per_phase: int, max_rounds: in
     if grace >= max_rounds:
         raise ConfigError("--grace-rounds", grace, f"no trial runs past round {max_rounds - 1}",
                           f"1 <= grace < {max_rounds}")
-    return ASHAScheduler(time_attr="round", metric="acc", mode="max", max_t=max_rounds,
+    return ASHAScheduler(time_attr=TIME_ATTR, metric=METRIC, mode="max", max_t=max_rounds,
                          grace_period=grace, reduction_factor=opts.reduction_factor or 4.0)
 
 

@@ -33,12 +33,12 @@ from ray.tune.search.sample import Domain
 
 from fcl.config import ConfigError
 from fcl.tune.space import Given, Space, is_grid
-from fcl.tune.trainable import FINISHED
+from fcl.tune.report import BYTES, METRIC, TrialReport
 
-OBJECTIVES = {"acc": (["acc"], ["max"]), "pareto": (["acc", "bytes"], ["max", "min"])}
+OBJECTIVES = {"acc": ([METRIC], ["max"]), "pareto": ([METRIC, BYTES], ["max", "min"])}
 # What optuna-dashboard calls each objective (else "Objective 0"): the reported `bytes` is the
 # run's TCC (bytes up + down so far), trials.parquet's `tcc_bytes`.
-METRIC_NAMES = {"acc": "acc", "bytes": "tcc_bytes"}
+METRIC_NAMES = {METRIC: "acc", BYTES: "tcc_bytes"}
 TRIAL_NUMBER = "optuna_trial"   # key the searcher adds to each trial's config
 TUNE_TRIAL_ID = "tune_trial_id"  # user attr of each Optuna trial: the Tune trial it was asked for
 
@@ -162,11 +162,12 @@ class FclOptunaSearch(Searcher):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         if isinstance(self.metric, list):
             return            # Optuna keeps no intermediate values of multi-objective trials
-        value = result.get(self.metric)
+        report = TrialReport.from_tune(result)
+        value = report.value(self.metric) if report is not None else None
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return            # before the first evaluation: nothing to report
         frozen = self._frozen(trial_id)
-        step = int(result["round"])
+        step = int(report.round)
         # a trial resumed from a checkpoint replays rounds: the storage says which it has
         if frozen is not None and not frozen.state.is_finished() \
                 and step not in frozen.intermediate_values:
@@ -180,10 +181,12 @@ class FclOptunaSearch(Searcher):
             return
         State = optuna.trial.TrialState
         metrics = self.metric if isinstance(self.metric, list) else [self.metric]
-        values = [(result or {}).get(m) for m in metrics]
-        if error or (result and result.get(FINISHED) and None in values):
+        report = TrialReport.from_tune(result)
+        finished = report is not None and report.finished
+        values = [report.value(m) if report is not None else None for m in metrics]
+        if error or (finished and None in values):
             self._study.tell(frozen.number, state=State.FAIL)
-        elif result and result.get(FINISHED):
+        elif finished:
             self._study.tell(frozen.number, values if len(values) > 1 else values[0])
         else:                 # stopped by the scheduler before its last round
             if result:        # the result it was stopped on reaches no on_trial_result

@@ -27,7 +27,6 @@ from typing import Any
 from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 from fcl.config import ConfigError, RunConfig, field_types, with_overrides
-from fcl.federated.participation import num_sampled
 
 Space = dict[str, Any]
 
@@ -186,36 +185,6 @@ def display_columns(space: Space) -> dict[str, str]:
 def varying_keys(space: Space) -> list[str]:
     """The config keys a study varies (variant axes expanded), in declaration order."""
     return list(dict.fromkeys(display_columns(space).values()))
-
-
-def data_signature(cfg: RunConfig) -> tuple:
-    """What prepared data depends on: the data.* keys and the seed (class order and client
-    partition are drawn from it). Only trials with equal signatures may share prepared data."""
-    return tuple(sorted((k, v) for k, v in cfg.to_flat().items() if k.startswith("data."))) + (
-        ("seed", cfg.seed),)
-
-
-# DataConfig fields that only `build_federated_data` reads (the cut into tasks and client shards,
-# done per trial); every other data field may change what a loader returns.
-CUT_FIELDS = ("num_tasks", "num_clients", "partition", "alpha", "min_client_samples",
-              "train_per_class", "test_per_class", "class_order", "augment")
-
-
-def dataset_key(cfg: RunConfig) -> tuple:
-    """Which loaded data set a trial cuts its tasks from: trials that differ only in how the
-    data is cut (or in the seed) share one loaded copy."""
-    return tuple((f.name, getattr(cfg.data, f.name)) for f in dataclasses.fields(cfg.data)
-                 if f.name not in CUT_FIELDS)
-
-
-def training_samples(cfg: RunConfig, train_images_per_task: float) -> float:
-    """Expected samples a run trains on: R rounds x sampled clients x (1 - straggler
-    probability) x K epochs x a client's shard (the task's images / N)."""
-    n = cfg.data.num_clients
-    sampled = num_sampled(cfg.participation.fraction, n)
-    shard = train_images_per_task / n
-    return (cfg.rounds * sampled * (1 - cfg.participation.straggler_prob)
-            * cfg.client.local_epochs * shard)
 
 
 def describe_value(value: Any) -> str:

@@ -13,8 +13,10 @@ replace results whose manifest names another preset, data set, space (varying ke
 seeds or base config (`run.*` keys aside: they change how a run computes), and also results of
 the very same study when there is no Tune state to `--resume` (a finished study, e.g. the
 committed results of a fresh clone): rerunning it would replace committed rows, so that needs
-`--fresh` too. `--resume` of a study whose Tune state is there is checked against that state's
-record instead (`check_resume`), which was started on these results with consent.
+`--fresh` too. A grid study run again with more seeds than it stored is not refused: it
+extends the stored study (`fcl.tune.extend`). `--resume` of a study whose Tune state is there
+is checked against that state's record instead (`check_resume`), which was started on these
+results with consent.
 
 One driver per study: the lock of `fcl.tune.study_lock`, on the results folder and (`hold_storage`)
 on a `--storage` of its own.
@@ -34,9 +36,10 @@ from ray import tune
 from fcl.atomic_file import unwritable
 from fcl.cli_args import check_name_lengths
 from fcl.config import ConfigError
-from fcl.manifest import Manifest, ManifestError, read_manifest
+from fcl.manifest import Manifest, ManifestError, manifest_differences, read_manifest
 from fcl.results_io import FILES
 from fcl.tune import disk_full
+from fcl.tune.extend import differs_in_seeds_only, seed_range, settings_diff
 from fcl.tune.searchers import (delete_optuna_study, optuna_study_exists, optuna_study_name,
                                 storage_url)
 from fcl.tune.study import StudyOptions
@@ -86,6 +89,8 @@ def check_outputs(name: str, opts: StudyOptions) -> None:
     where = [("--results", opts.results), ("--results", os.path.join(opts.results, name))]
     if opts.storage and "://" not in opts.storage:
         where.append(("--storage", opts.storage))
+    elif opts.storage:          # first: `unwritable` creates --results, left empty on refusal
+        check_reachable(opts.storage)
     for flag, folder in where:
         if flag == "--results" and folder != opts.results and not os.path.lexists(folder):
             continue
@@ -93,6 +98,19 @@ def check_outputs(name: str, opts: StudyOptions) -> None:
         if why:
             raise ConfigError(flag, folder, f"cannot write there ({why})",
                               "a folder this user can write in, on a disk with room")
+
+
+def check_reachable(uri: str) -> None:
+    """An object store `--storage` the driver cannot reach (no network, no such bucket, no
+    credentials) is one line before any work, not the file system's traceback."""
+    try:
+        fs, path = pyarrow.fs.FileSystem.from_uri(uri)
+        fs.get_file_info(path)
+    except (OSError, ValueError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError("--storage", uri, f"cannot be reached ({reason})", "a bucket this "
+                          "machine reaches (network, credentials), or a shared folder path"
+                          ) from None
 
 
 def storage_of(opts: StudyOptions) -> str:
@@ -117,6 +135,12 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
         if searcher == "optuna":
             delete_optuna_study(state.optuna_url, state.optuna_name)
         return TuneState(storage, path, False, state.optuna_url, state.optuna_name)
+    folder = os.path.join(opts.results, name)
+    if not opts.resume and state.can_restore and manifest is not None \
+            and finished_before_extension(state.path, folder, manifest):
+        check_results(folder, manifest)         # refuses moved settings before any removal
+        remove_experiment(path)        # the state of the stored study that seeds are added to
+        state = TuneState(storage, path, False, state.optuna_url, state.optuna_name)
     if not opts.resume and (state.can_restore or stale_optuna):
         raise ConfigError("--resume", "off", f"study {name} already has state in {path}",
                           "--resume to continue it, or --fresh to discard it")
@@ -133,16 +157,25 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
     return state
 
 
-COMPARED = ("preset", "dataset", "varying", "axes", "seeds")
+def finished_before_extension(path: str, folder: str, manifest: Manifest) -> bool:
+    """Whether the Tune state at `path` is that of the study exported to `folder`, finished,
+    and `manifest` adds seeds to it (`fcl.tune.extend`; whether at its settings is
+    `check_results`'s to say): that state is done with and makes way for the new trials' (an
+    interrupted extension's state records the new seeds: --resume)."""
+    record = read_record(path)
+    try:
+        old = read_manifest(folder)
+    except ManifestError:
+        return False
+    return (record is not None and old is not None
+            and tuple(record.get("seeds", ())) == tuple(old.seeds)
+            and differs_in_seeds_only(["seeds"], old, manifest))
 
 
-def manifest_differences(old: Manifest, new: Manifest) -> list[str]:
-    """What makes `new` another study than `old`: the fields of `COMPARED` and the base config
-    keys both record (`run.*` aside: threads and device change how a run computes)."""
-    was, now = json.loads(old.to_json()), json.loads(new.to_json())
-    diff = [k for k in COMPARED if was[k] != now[k]]
-    return diff + sorted(f"base {k}" for k in set(was["base"]) & set(now["base"])
-                         if not k.startswith("run.") and was["base"][k] != now["base"][k])
+def adds_seeds_at_other_settings(diff: list[str], old: Manifest, new: Manifest) -> bool:
+    """More seeds over a stored grid study whose base settings moved since (only those)."""
+    return ("seeds" in diff and differs_in_seeds_only(["seeds"], old, new)
+            and all(d == "seeds" or d.startswith("base ") for d in diff))
 
 
 def check_results(folder: str, manifest: Manifest) -> None:
@@ -160,6 +193,13 @@ def check_results(folder: str, manifest: Manifest) -> None:
                               "--fresh to replace them, or another --results")
         return
     diff = manifest_differences(old, manifest)
+    if differs_in_seeds_only(diff, old, manifest):
+        return                  # more seeds: the stored trials are kept (`fcl.tune.extend`)
+    if diff and adds_seeds_at_other_settings(diff, old, manifest):
+        raise ConfigError("--results", folder, f"holds study {old.study} at seeds "
+                          f"{seed_range(old.seeds)}; seeds are added to it only at its "
+                          f"settings ({settings_diff(old.base, manifest.base, manifest.varying)})",
+                          "the as-stored settings with --set, or --fresh to rerun it whole")
     if diff:
         shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
         raise ConfigError("--results", folder, f"holds study {old.study} at preset {old.preset} "

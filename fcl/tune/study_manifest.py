@@ -1,7 +1,6 @@
 """A study's manifest (`fcl.manifest.Manifest`) from what its script declares and the plan the
 driver resolved: the one place that turns a space into the manifest's `varying` keys and `axes`.
-Used by the export (after every run) and by `analysis/stored_manifest.py` (for results stored
-before manifests existed)."""
+Used by the export (after every run)."""
 from __future__ import annotations
 
 from fcl.config import RunConfig

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import tempfile
 import time
@@ -27,12 +26,12 @@ from fcl.data.federated import FederatedData, build_federated_data
 from fcl.engine import RunResult, RunState, finish, run_round, start
 from fcl.provenance import versions
 from fcl.records import RoundRecord
-from fcl.tune.space import data_signature, dataset_key, resolve
+from fcl.tune.report import TrialReport
+from fcl.tune.data_sharing import data_signature, dataset_key
+from fcl.tune.space import resolve
 from fcl.tune.trial_models import save_trial_models
 
 STATE_FILE, RESULT_FILE, META_FILE = "run_state.pt", "run_result.pt", "meta.json"
-FINISHED = "finished"    # True in a trial's last report only when it ran all its rounds (a
-#                          trial the scheduler stops never reports it; Tune's `done` can't tell)
 
 # Per worker process: prepared data by signature (a reused actor keeps it between trials).
 _PREPARED: dict[tuple, FederatedData] = {}
@@ -51,27 +50,6 @@ def federated_data(cfg: RunConfig, datasets: dict[tuple, ImageDataset]) -> Feder
             ds = load_dataset(cfg.data.name, cfg.data.root, cfg.data)
         _PREPARED[key] = build_federated_data(ds, cfg.data, cfg.seed)
     return _PREPARED[key]
-
-
-def round_metrics(records, bytes_total: int, wall_s: float) -> dict:
-    """What `tune.report` gets after the last of `records`; `acc` is the mean accuracy at the
-    latest evaluated round (NaN before the first evaluation), so the progress table shows it as
-    it moves, and it equals the run's ACC after the last round."""
-    record = records[-1]
-    evaluated = [r for r in records if r["evaluated"]]
-    return {"round": record["round"], "acc": evaluated[-1]["mean_acc"] if evaluated else math.nan,
-            "drift": record["drift"], "train_loss": record["train_loss"],
-            "bytes": bytes_total, "wall_s": wall_s}
-
-
-def mean_metrics(per_seed: list[dict]) -> dict:
-    """One report for a trial of several seeds: each number the mean over the seeds (so the
-    scheduler and the searcher compare configurations, not lucky seeds)."""
-    out = dict(per_seed[0])
-    for key, value in out.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = sum(m[key] for m in per_seed) / len(per_seed)
-    return {**out, "round": per_seed[0]["round"], "seeds": len(per_seed)}
 
 
 class SeedRun:
@@ -159,8 +137,7 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
     runs = [SeedRun(c, datasets, s) for c, s in zip(cfgs, states)]
     wall = _train_and_report(runs, wall_before, checkpoint_every)
     results = [r.result(wall / len(runs)) for r in runs]
-    final = {**mean_metrics([final_metrics(res) for res in results]), "wall_s": wall,
-             "done": True, FINISHED: True}
+    final = TrialReport.mean([TrialReport.final(res) for res in results], wall).to_tune()
     meta = {"wall_s": wall, "final_metrics": final, "versions": versions()}
     with _save(results, RESULT_FILE, meta) as d:
         if save_models:
@@ -188,8 +165,8 @@ def _train_and_report(runs: list[SeedRun], wall_before: float, checkpoint_every:
             wall = wall_before + time.perf_counter() - t0
             if runs[0].done:
                 return wall
-            metrics = mean_metrics([round_metrics(r.records, r.state.totals.tcc, wall)
-                                    for r in runs])
+            metrics = TrialReport.mean([TrialReport.after(r.records, r.state.totals.tcc, wall)
+                                        for r in runs]).to_tune()
             saved = [r.saved() for r in runs] if runs[0].next_round % checkpoint_every == 0 \
                 else None
             pending = pool.submit(_step_all, runs)
@@ -206,12 +183,3 @@ def _train_and_report(runs: list[SeedRun], wall_before: float, checkpoint_every:
 def _step_all(runs: list[SeedRun]) -> None:
     for r in runs:
         r.step()
-
-
-def final_metrics(result: RunResult) -> dict:
-    """The last report of a finished run: the round's metrics and the summary's numbers."""
-    summary = result.summary
-    return {**round_metrics(result.records, summary.bytes_up + summary.bytes_down,
-                            summary.wall_s),
-            **{k: v for k, v in summary.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}}

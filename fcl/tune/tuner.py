@@ -16,6 +16,7 @@ from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import LineReporter, Reporter
 from fcl.tune.ray_private import rotate_checkpoints_safely
+from fcl.tune.report import BYTES, METRIC, TUNE_ITERATION
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
 from fcl.tune.space import Space, complete_variants, display_columns, grid_points
 from fcl.tune.state import TuneState
@@ -121,5 +122,5 @@ def progress_reporter(space: Space, searcher: str | None) -> Reporter:
     columns.update(display_columns(space))
     return Reporter(
         parameter_columns=columns,
-        metric_columns={"training_iteration": "rounds done", "acc": "ACC", "bytes": "bytes"},
+        metric_columns={TUNE_ITERATION: "rounds done", METRIC: "ACC", BYTES: "bytes"},
         max_report_frequency=30, max_progress_rows=40, max_column_length=16)
