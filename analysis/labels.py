@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from analysis.study_tables import fmt_value
 
 ORDER_LABELS = {"fmtl": "FMTL", "sync": "Sync FCL", "async": "Async FCL"}   # schedule.order
@@ -53,3 +55,15 @@ def method_label(algorithm: str, mu: float, optimizer: str, server_lr: float) ->
 def is_server_method(label: str) -> bool:
     """Does a method label start with a server optimizer (FedAdam, FedSGD η=..., ...)?"""
     return label.startswith(tuple(OPTIMIZER_LABELS.values()))
+
+
+def over_seeds(n, spread: str = "± std") -> str:
+    """What a figure's numbers are, from the seed counts `n` behind its points: `mean ± std
+    over 3 seeds` (`spread` names the spread), `... over 2-3 seeds`, or, with one seed
+    only, `1 seed: the mean alone` (a spread is never claimed over fewer than 2 seeds)."""
+    ns = sorted({int(v) for v in pd.Series(n, dtype=float).dropna()})
+    if not ns or ns[-1] < 2:
+        return "1 seed: the mean alone"
+    count = str(ns[-1]) if ns[0] == ns[-1] else f"{ns[0]}-{ns[-1]}"
+    alone = "; 1-seed points: the mean alone" if ns[0] < 2 else ""
+    return f"mean {spread} over {count} seeds{alone}"

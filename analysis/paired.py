@@ -19,6 +19,7 @@ import sys
 
 import pandas as pd
 
+from analysis.output_paths import path_problem
 from analysis.seed_stats import t975
 from analysis.study_tables import (MissingStudy, SchemaError, fmt_value, load_study,
                                    varying_settings)
@@ -92,6 +93,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis paired")
     p.add_argument("--value", nargs="+", default=["acc"], help="columns to compare (acc)")
     p.add_argument("--results", default="results")
     args = p.parse_args(argv)
+    long = path_problem(args.results, "--results")        # is_dir() raises on it
+    if long:
+        print(f"error: {long}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         ref = dict(pair.split("=", 1) for pair in args.ref)
     except ValueError:

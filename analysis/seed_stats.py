@@ -10,16 +10,7 @@ import math
 
 import pandas as pd
 
-# t(0.975, df) for df = 1..30; beyond that the normal quantile is close enough.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t975(df: int) -> float:
-    if df < 1:
-        return math.nan
-    return _T975[df - 1] if df <= len(_T975) else 1.960
+from fcl.intervals import t975  # noqa: F401  (analysis' callers import it from here)
 
 
 def seed_summary(df: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
@@ -40,3 +31,4 @@ def per_trial_round(rounds: pd.DataFrame, value: str, keys: list[str]) -> pd.Dat
     """A round-level metric (stored once per task row) as one row per trial x round."""
     cols = list(dict.fromkeys(["trial_id", "round", *keys, value]))
     return rounds[cols].drop_duplicates(subset=["trial_id", "round"])
+

@@ -4,9 +4,8 @@ The schema is `fcl.results_io`'s: trials.parquet has one row per trial (study, t
 error, every config key as a column such as `server.lr`, the run's summary metrics, and
 `schema_version`); rounds.parquet one row per trial x round; tasks.parquet one row per trial x
 round x task. The figures read `Study.rounds`, one row per trial x round x task with the round's
-columns beside the task's (schema 1 stored exactly that in rounds.parquet; `load_study` joins
-schema 2's two files, the task's `reports` named `task_reports` and its cosines kept over the
-round's means).
+columns beside the task's (`load_study` joins the two files, the task's `reports` named
+`task_reports` and its cosines kept over the round's means).
 This module neither trains nor imports Ray: analysis is a function of these files.
 
 Beside them, `study.json` (`fcl.manifest.Manifest`) says what the study was: its doc, searcher,
@@ -27,11 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.study_folder import SchemaError, checked_manifest, holds_study
+from analysis.study_folder import REEXPORT, SchemaError, checked_manifest, holds_study
 from fcl.manifest import Manifest, dataset_label
-from fcl.results_io import ERROR, SCHEMA_VERSION  # the newest schema this code reads
-from fcl.results_io import REQUIRED_ROUND_COLUMNS as ROUND_COLUMNS_V2
-from fcl.results_io import REQUIRED_ROUND_COLUMNS_V1 as ROUND_COLUMNS
+from fcl.results_io import ERROR, SCHEMA_VERSION  # the one schema this code reads
+from fcl.results_io import REQUIRED_ROUND_COLUMNS as ROUND_COLUMNS
 from fcl.results_io import REQUIRED_TASK_COLUMNS as TASK_COLUMNS
 from fcl.results_io import REQUIRED_TRIAL_COLUMNS as TRIAL_COLUMNS
 
@@ -81,7 +79,7 @@ class Study:
         stored = ", ".join(sorted(self.trials["dataset"].astype(str).unique())) or \
             self.manifest.dataset
         return (f"preset {self.manifest.preset or '?'} · data set {dataset or stored or '?'} · "
-                f"commit {self.manifest.fcl_git or '?'}")
+                f"commit {self.manifest.commits}")
 
     @property
     def provenance(self) -> str:
@@ -106,9 +104,10 @@ def _read(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
         raise SchemaError(f"{path}: missing column(s) {', '.join(missing)}; a study table "
                           f"needs {', '.join(required)} (see fcl/results_io.py)")
     versions = set(pd.to_numeric(df["schema_version"], errors="coerce").dropna().astype(int))
-    if versions - set(range(1, SCHEMA_VERSION + 1)):
-        raise SchemaError(f"{path}: schema_version {sorted(versions)} is not one this analysis "
-                          f"reads (1..{SCHEMA_VERSION})")
+    if versions - {SCHEMA_VERSION}:
+        raise SchemaError(f"{path}: schema_version {sorted(versions)} is not the one this "
+                          f"analysis reads ({SCHEMA_VERSION}); "
+                          + REEXPORT.format(results=path.parent.parent))
     return df
 
 
@@ -117,9 +116,10 @@ def per_task_rounds(folder: Path) -> pd.DataFrame | None:
     rounds_path, tasks_path = folder / "rounds.parquet", folder / "tasks.parquet"
     if not rounds_path.is_file():
         return None
-    if not tasks_path.is_file():                      # schema 1: already per task
-        return _read(rounds_path, ROUND_COLUMNS)
-    rounds = _read(rounds_path, ROUND_COLUMNS_V2)
+    if not tasks_path.is_file():       # a manifest naming rounds without tasks: not an export
+        raise SchemaError(f"{folder}: refused: rounds.parquet without tasks.parquet (the "
+                          f"export writes both)")
+    rounds = _read(rounds_path, ROUND_COLUMNS)
     tasks = _read(tasks_path, TASK_COLUMNS).rename(columns={"reports": "task_reports"})
     extra = [c for c in rounds.columns if c not in tasks.columns or c in ("trial_id", "round")]
     return tasks.merge(rounds[extra], on=["trial_id", "round"], how="left")

@@ -1,53 +1,88 @@
 """`python -m analysis claims`: each claim judged from same-seed comparisons, on every results
-folder side by side (the stored ones here; a folder without the study reads "not run")."""
+folder side by side (the stored ones here; a folder without the study reads "not tested")."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from analysis import claims
+from fcl.presets import preset
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def trials(acc_a, acc_b) -> pd.DataFrame:
+def trials(acc_a, acc_b, b="b") -> pd.DataFrame:
     rows = [{"seed": s, "k": "a", "acc": v} for s, v in enumerate(acc_a)]
-    rows += [{"seed": s, "k": "b", "acc": v} for s, v in enumerate(acc_b)]
+    rows += [{"seed": s, "k": b, "acc": v} for s, v in enumerate(acc_b)]
     return pd.DataFrame(rows)
 
 
+def judged(comparison, table) -> str:
+    return claims.verdict([claims.compare(table, {}, comparison)], [comparison])
+
+
 def test_a_comparison_pairs_seeds_and_its_verdict_follows_the_interval():
-    c = claims.Comparison("a - b", "acc", {"k": "a"}, {"k": "b"})
+    up = claims.Comparison("a - b", "acc", {"k": "a"}, {"k": "b"})
+    down = claims.Comparison("a - b", "acc", {"k": "a"}, {"k": "b"}, sign=-1)
     # seed spread of 10 points, a constant +1 lead: paired, the interval is 0
-    mean, half, n = claims.compare(trials([61, 71, 81], [60, 70, 80]), {}, c)
-    assert (mean, half, n) == (1.0, 0.0, 3)
-    assert claims.verdict([(mean, half, n)], [1]) == claims.HOLDS
-    assert claims.verdict([(mean, half, n)], [-1]) == claims.FAILS
-    noisy = claims.compare(trials([61, 69, 83], [60, 70, 80]), {}, c)
-    assert noisy[1] > abs(noisy[0]) and claims.verdict([noisy], [1]) == claims.OPEN
+    table = trials([61, 71, 81], [60, 70, 80])
+    assert claims.compare(table, {}, up) == (1.0, 0.0, 3)
+    assert judged(up, table) == claims.HOLDS and judged(down, table) == claims.FAILS
+    noisy = trials([61, 69, 83], [60, 70, 80])
+    mean, half, _ = claims.compare(noisy, {}, up)
+    assert half > abs(mean) and judged(up, noisy) == claims.OPEN
     # one comparison holds, the other is missing: not resolved; one against: does not hold
-    assert claims.verdict([(1.0, 0.0, 3), (math.nan, math.nan, 0)], [1, 1]) == claims.OPEN
-    assert claims.verdict([(1.0, 0.0, 3), (-2.0, 1.0, 3)], [1, 1]) == claims.FAILS
+    assert claims.verdict([(1.0, 0.0, 3), (math.nan, math.nan, 0)], [up, up]) == claims.OPEN
+    assert claims.verdict([(1.0, 0.0, 3), (-2.0, 1.0, 3)], [up, up]) == claims.FAILS
+    # no trial matches either setting (another data set, say): not tested
     missing = claims.Comparison("a - c", "acc", {"k": "a"}, {"k": "c"})
     assert claims.compare(trials([1], [2]), {}, missing)[2] == 0
+    assert judged(missing, trials([1], [2])) == claims.UNTESTED
+
+
+def test_a_loses_less_than_claim_is_one_sided_against_its_bound():
+    within2 = claims.Comparison("8-bit - FP", "acc", {"k": "a"}, {"k": "b"}, bound=-2.0)
+    assert judged(within2, trials([59.5, 69.5, 79.0], [60, 70, 80])) == claims.HOLDS
+    assert judged(within2, trials([57, 67, 77.5], [60, 70, 80])) == claims.FAILS
+    assert judged(within2, trials([58, 70, 79], [60, 70, 80])) == claims.OPEN   # -1 ± 2.5
+    assert claims.verdict([(5.0, 1.0, 3)], [within2]) == claims.HOLDS            # gains hold
+
+
+def test_every_claim_names_a_study_script_and_config_keys():
+    keys = set(preset("smoke", {}).to_flat())
+    for claim in claims.CLAIMS:
+        assert (REPO / "studies" / f"{claim.study}.py").is_file(), claim.name
+        used = {*claim.fixed, *(k for comp in claim.comparisons for k in (*comp.a, *comp.b))}
+        assert used <= keys, (claim.name, used - keys)
+        assert claim.comparisons and all(comp.sign in (1, -1) for comp in claim.comparisons)
+    assert len({claim.name for claim in claims.CLAIMS}) == len(claims.CLAIMS)
+    papers = {claim.paper for claim in (*claims.CLAIMS, *claims.UNTESTED_CLAIMS)}
+    assert papers == {"FCL", "FLoCoRA"}
+
+
+@pytest.mark.parametrize("study", ["flocora_quantization", "ablation_rounds_epochs"])
+def test_the_claims_of_a_stored_study_are_judged(study):
+    chosen = [c for c in claims.CLAIMS if c.study == study]
+    assert len(chosen) >= 2                 # FLoCoRA's Table III; Fig. 5b's ACC and BWT_f
+    cells = [claims.judge(c, REPO / "results", {}) for c in chosen]
+    assert all(v in (claims.HOLDS, claims.FAILS, claims.OPEN) for _, v in cells), cells
 
 
 def test_the_table_judges_every_claim_on_each_folder(tmp_path, capsys):
     assert claims.main(["--results", str(REPO / "results"), str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 + len(claims.CLAIMS)
-    for line in lines[2:]:
+    assert len(lines) == 2 + claims.ROWS + 1
+    verdicts = (claims.HOLDS, claims.FAILS, claims.OPEN, claims.UNTESTED)
+    for line in lines[2:-1]:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[-1] == "not run"                       # tmp_path stores no study
-        assert any(v in cells[-2] for v in (claims.HOLDS, claims.FAILS, claims.OPEN)), line
+        assert cells[-1].endswith(f"**{claims.UNTESTED}**")     # tmp_path stores no study
+        assert any(f"**{v}**" in cells[-2] for v in verdicts), line
+    totals = [c.strip() for c in lines[-1].strip("|").split("|")]
+    assert totals[-1] == (f"{claims.HOLDS} 0 · {claims.FAILS} 0 · {claims.OPEN} 0 · "
+                          f"{claims.UNTESTED} {claims.ROWS}")
+    counted = sum(int(part.rsplit(" ", 1)[1]) for part in totals[-2].split(" · "))
+    assert counted == claims.ROWS
     assert claims.main(["--results", str(tmp_path / "none")]) == 2
-
-
-def test_a_barely_changes_claim_holds_only_inside_its_margin():
-    assert claims.verdict([(0.5, 1.0, 3)], [0], [2.0]) == claims.HOLDS
-    assert claims.verdict([(1.5, 1.0, 3)], [0], [2.0]) == claims.OPEN
-    assert claims.verdict([(-3.5, 1.0, 3)], [0], [2.0]) == claims.FAILS
-    assert claims.verdict([(-1.0, 0.5, 3)], [-1]) == claims.HOLDS
-    assert claims.verdict([(1.0, 0.5, 3)], [-1]) == claims.FAILS

@@ -71,7 +71,8 @@ def page(study_results, tmp_path_factory) -> Path:
 def test_page_is_self_contained_with_a_view_per_study_and_data_set(page, study_results):
     text = page.read_text()
     assert not re.search(r"<script[^>]+src=", text)           # plotly.js inlined, no fetch
-    assert "Plotly" in text and len(text) > 1_000_000
+    assert not re.search(r"https?://cdn", text)
+    assert '<script id="plotly-gz"' in text and len(text) > 1_000_000
     studies = sorted(p.name for p in study_results.iterdir())
     options = re.findall(r"<option value=\"view-\d+\">([^<]*)</option>", text)
     assert sorted(o.split(" · ")[0] for o in options) == studies
@@ -111,7 +112,13 @@ def test_a_search_is_shown_as_a_search_with_its_stopped_trials(study_results):
     assert view.title.startswith(f"search · search ({len(SEARCH)} Optuna trials, "
                                  f"{len(SEARCH_STOPPED)} stopped early)")
     kinds = [t["type"] for c in view.charts for t in c["data"]]
-    assert "bar" not in kinds and "parcoords" in kinds
+    assert "parcoords" in kinds
+    bars = [c for c in view.charts if any(t["type"] == "bar" for t in c["data"])]
+    assert [c["layout"]["title"]["text"].split(" (")[0] for c in bars] == [
+        "hyperparameter importance for ACC"]                 # no per-setting bars of a grid
+    importance = bars[0]["data"][0]
+    assert set(importance["y"]) <= {"client.lr", "server.lr", "client.local_epochs"}
+    assert sum(values(importance["x"])) == pytest.approx(1.0)
     history = {t["name"]: t for t in view.charts[0]["data"]}
     raw = pd.read_parquet(study_results / "search" / "trials.parquet")
     stopped = raw[raw["status"] == "EARLY_STOPPED"]
@@ -123,9 +130,9 @@ def test_a_search_is_shown_as_a_search_with_its_stopped_trials(study_results):
     best = history["best ACC so far"]
     assert values(best["x"]) == done["optuna_trial"].tolist()
     assert values(best["y"]) == pytest.approx(done["acc"].cummax().tolist())
-    parcoords = next(t for t in view.charts[1]["data"] if t["type"] == "parcoords")
+    parcoords = next(t for c in view.charts for t in c["data"] if t["type"] == "parcoords")
     labels = [d["label"] for d in parcoords["dimensions"]]
-    assert {"client.lr", "server.lr", "client.local_epochs", "status", "ACC (%)"} <= set(labels)
+    assert {"client lr", "η", "K", "status", "ACC (%)"} <= set(labels)      # short labels
     assert len(values(parcoords["dimensions"][0]["values"])) == len(SEARCH)
 
 
@@ -142,6 +149,19 @@ def test_best_so_far_is_the_running_max_of_finished_trials_only():
     assert list(best.x) == [0, 2, 3, 5] and list(best.y) == [40.0, 40.0, 52.0, 52.0]
     early = history["stopped early (ACC reached)"]                # 70: reached, never best
     assert list(early.x) == [1, 4] and list(early.y) == [70.0, 30.0]
+    assert "diverged" not in " ".join(history["finished"].text)      # no flag: none marked
+
+
+def test_a_search_marks_the_trials_whose_seeds_diverged():
+    from analysis.dashboard.search import search_charts
+    raw = pd.DataFrame({
+        "optuna_trial": [0, 0, 1, 1, 2], "seed": [0, 1, 0, 1, 0],
+        "client.lr": [.1, .1, .2, .2, .3], "status": "TERMINATED", "acc": [40.0, 42.0, 10.0, 12.0, 50.0],
+        "acc_reached": [40.0, 42.0, 10.0, 12.0, 50.0], "diverged": [False, False, True, True, None],
+        "round_reached": 9, "rounds": 10, "bytes_up": 1, "bytes_down": 1})
+    finished = {t.name: t for t in search_charts(raw)[0].data}["finished"]
+    assert list(finished.x) == [0, 1, 2] and list(finished.text) == ["", "2 diverged", ""]
+    assert "2 diverged" in finished.customdata[1]
 
 
 def test_flocora_views_have_a_pareto_chart(study_results):
@@ -157,7 +177,7 @@ def test_every_view_header_says_its_preset_data_set_and_commit(page, study_resul
     for title, source in heads:
         manifest = read_manifest(study_results / title.split(" · ")[0])
         assert source == (f"preset {manifest.preset} · data set {manifest.dataset} · "
-                          f"commit {manifest.fcl_git}")
+                          f"commit {manifest.commits}")
 
 
 def test_charts_follow_the_manifest_not_the_study_name(study_results, tmp_path):
@@ -175,6 +195,64 @@ def test_charts_follow_the_manifest_not_the_study_name(study_results, tmp_path):
         manifest, base={**manifest.base, "model.adapter": "lora"}))     # a LoRA base config
     (view,) = study_views(load_study(tmp_path, "flocora_lr"))
     assert "bytes" in view.charts[-1]["layout"]["title"]["text"]
+
+
+def test_bars_are_coloured_by_the_last_declared_axis_a_variant_axis_kept_whole():
+    from analysis.dashboard.charts import bar_axes
+    keys = ["schedule.order", "server.optimizer", "server.lr", "server.aggregate"]
+    assert bar_axes(keys, [["schedule.order"], ["server.optimizer", "server.lr"],
+                           ["server.aggregate"]]) == (keys[:3], ["server.aggregate"])
+    assert bar_axes(keys[:3], [["schedule.order"], ["server.optimizer", "server.lr"]]) == (
+        ["schedule.order"], ["server.optimizer", "server.lr"])
+    adapter = ["model.adapter", "model.lora_rank", "model.lora_alpha"]
+    assert bar_axes(adapter, [adapter]) == (adapter, [])           # one axis: no colour
+    assert bar_axes(["client.lr", "server.lr"]) == (["client.lr"], ["server.lr"])
+
+
+def redeclared(study_results: Path, tmp_path: Path, name: str, varying: tuple[str, ...],
+               axes: dict[str, list[str]] | None = None) -> Path:
+    """A copy of the fixture's study whose manifest declares `varying` (and `axes`)."""
+    shutil.copytree(study_results / name, tmp_path / name)
+    manifest = read_manifest(tmp_path / name)
+    write_manifest(tmp_path / name, dataclasses.replace(
+        manifest, varying=varying, axes=axes or {k: [k] for k in varying}))
+    return tmp_path
+
+
+def test_bar_colours_follow_the_order_the_manifest_declares(study_results, tmp_path):
+    """The same trials, their two axes declared in either order: the last one colours the
+    bars, whatever the columns' order; declared as one variant axis, one series of bars."""
+    def legend(results: Path) -> set[str]:
+        (view,) = study_views(load_study(results, "ablation_rounds_epochs"))
+        return {trace["name"] for trace in view.charts[0]["data"]}
+    epochs, rounds = "client.local_epochs", "rounds"
+    assert legend(redeclared(study_results, tmp_path / "a", "ablation_rounds_epochs",
+                             (epochs, rounds))) == {"rounds=2", "rounds=4"}
+    assert legend(redeclared(study_results, tmp_path / "b", "ablation_rounds_epochs",
+                             (rounds, epochs))) == {"K=1", "K=2"}
+    results = redeclared(study_results, tmp_path / "c", "ablation_rounds_epochs",
+                         (epochs, rounds), {"budget": [epochs, rounds]})
+    (view,) = study_views(load_study(results, "ablation_rounds_epochs"))
+    (bars,) = view.charts[0]["data"]
+    assert sorted(values(bars["x"])) == ["K=1, rounds=2", "K=1, rounds=4", "K=2, rounds=2",
+                                         "K=2, rounds=4"]
+
+
+def test_a_study_about_the_server_optimizer_opens_the_page_whatever_its_name(
+        study_results, tmp_path):
+    """The page opens on the study whose first declared axis is `server.optimizer`."""
+    def first_option(results: Path) -> str:
+        out = results / "page.html"
+        assert main(["--results", str(results), "--out", str(out)]) == 0
+        return re.findall(r"<option value=\"view-\d+\">([^<]*)</option>", out.read_text())[0]
+    for name in ("ablation_lr", "task_order"):
+        shutil.copytree(study_results / name, tmp_path / "a" / name)
+    redeclared(study_results, tmp_path / "a", "optimizers", ("server.lr", "server.optimizer"))
+    assert first_option(tmp_path / "a").startswith("ablation_lr")
+    redeclared(study_results, tmp_path / "b", "task_order", ("server.optimizer",
+                                                             "schedule.order"))
+    shutil.copytree(study_results / "ablation_lr", tmp_path / "b" / "ablation_lr")
+    assert first_option(tmp_path / "b").startswith("task_order")
 
 
 def test_a_search_is_told_by_its_manifest(study_results, tmp_path):
@@ -202,12 +280,16 @@ def test_optimizer_view_pairs_to_fedsgd_and_draws_one_panel_per_optimizer(study_
     diff = view.charts[next(i for i, k in enumerate(kinds) if "FedSGD η=1 on the same seed" in k)]
     table = paired(study.trials, {"server.optimizer": "fedsgd", "server.lr": "1"}, ["acc"],
                    study.settings)                     # what `python -m analysis paired` prints
-    drawn = {(t["name"], x): (y, e) for t in diff["data"] if t["type"] == "bar"
-             for x, y, e in zip(values(t["x"]), values(t["y"]), values(t["error_y"]["array"]))}
+    drawn = {(t["name"], y.split(" ")[0]): (x, e, y) for t in diff["data"] if t["type"] == "bar"
+             for y, x, e in zip(values(t["y"]), values(t["x"]), values(t["error_x"]["array"]))}
     assert len(drawn) == len(table) == 3 * 2 - 1       # every setting but the reference
     for _, r in table.iterrows():
-        y, e = drawn[(f"η={r['server.lr']:g}", r["server.optimizer"])]
-        assert y == pytest.approx(r["acc diff"]) and e == pytest.approx(r["acc ci95"])
+        x, e, label = drawn[(f"η={r['server.lr']:g}", r["server.optimizer"])]
+        assert x == pytest.approx(r["acc diff"]) and e == pytest.approx(r["acc ci95"])
+        # the verdict in words beside each bar, as analysis claims judges it
+        holds = abs(r["acc diff"]) > r["acc ci95"]
+        assert label.endswith("holds") if holds else label.endswith("not resolved at 2 seeds")
+    assert "seeds" in view.verdicts or "holds" in view.verdicts
     optimizers = sorted(study.trials["server.optimizer"].unique())
     for word in ("mean accuracy over tasks per optimizer", "client drift (Eq. 2) per optimizer"):
         chart = view.charts[next(i for i, k in enumerate(kinds) if k.startswith(word))]
@@ -215,8 +297,10 @@ def test_optimizer_view_pairs_to_fedsgd_and_draws_one_panel_per_optimizer(study_
         assert panels == optimizers                     # small multiples, one per optimizer
         axes = {t.get("yaxis", "y") for t in chart["data"]}
         assert len(axes) == len(optimizers)
-        assert all(chart["layout"][f"yaxis{i}"]["matches"] == "y"     # one shared y axis
-                   for i in range(2, len(optimizers) + 1))
+        shared = [chart["layout"][f"yaxis{i}"].get("matches") == "y"
+                  for i in range(2, len(optimizers) + 1)]
+        # accuracy on one shared y; drift per panel (one axis flattened the small drifts)
+        assert all(shared) if word.startswith("mean accuracy") else not any(shared)
     drift = view.charts[next(i for i, k in enumerate(kinds) if "drift" in k)]
     bands = [y for t in drift["data"] if t.get("fill") == "toself" for y in values(t["y"])]
     assert bands and min(bands) >= 0                    # drift >= 0: its band cut at 0
@@ -351,9 +435,104 @@ def test_every_view_is_drawn_in_a_screenshot(page, study_results, tmp_path_facto
 def test_the_error_probe_sees_a_broken_page(tmp_path):
     """Control: the same page machinery with a chart spec that throws is reported."""
     page = tmp_path / "broken.html"
-    text = render_page([], tmp_path).replace("<script id=\"specs\"",
-                                             "<script>no_such_function();</script><script id=\"specs\"")
+    text = render_page([], tmp_path).replace("<script id=\"payload\"",
+                                             "<script>no_such_function();</script><script id=\"payload\"")
     page.write_text(text)
     attrs, log = open_in_chromium(page, tmp_path / "profile")
     assert attrs["data-errors"] == "1"
     assert any("no_such_function" in line for line in console_errors(log))
+
+
+def method_trials(fedadam_gain: list[float]) -> pd.DataFrame:
+    rows = []
+    for seed, gain in enumerate(fedadam_gain):
+        for order in ("async", "sync"):
+            common = {"seed": seed, "schedule.order": order, "client.algorithm": "sgd",
+                      "client.prox_mu": 0.0, "bwt_f": -1.0}
+            rows.append({**common, "server.optimizer": "fedsgd", "server.lr": 1.0,
+                         "acc": 50.0 + seed})
+            rows.append({**common, "server.optimizer": "fedadam", "server.lr": 0.01,
+                         "acc": 50.0 + seed + gain})
+    return pd.DataFrame(rows)
+
+
+def test_method_bars_say_their_seed_count_and_verdict_against_fedavg():
+    from analysis.dashboard.methods import method_charts
+    acc, bwt = method_charts(method_trials([10.0, 10.2, 9.9]))
+    assert "over 3 seeds" in acc.layout.title.text and "over 3 seeds" in bwt.layout.title.text
+    bars = {b.name: b for b in acc.data}
+    assert list(bars["Async FCL"].x) == ["FedAvg", "FedAdam"]
+    assert list(bars["Async FCL"].text) == ["", "higher"]           # paired within the order
+    assert bars["Async FCL"].customdata[1][1].startswith("+10.03 ± ")
+    assert list(bwt.data[0].text) == ["", ""]                        # no difference: no word
+    unresolved, _ = method_charts(method_trials([5.0, -4.0, 1.0]))
+    assert list(unresolved.data[0].text) == ["", ""]
+    assert unresolved.data[0].customdata[1][1].endswith("not resolved at 3 seeds")
+
+
+def test_side_by_side_bars_say_their_seed_count(study_results, tmp_path):
+    from analysis.dashboard.compare import acc_by_folder
+    study = load_study(study_results, "optimizers")
+    fig = acc_by_folder([study, study], ["a", "b"], ["server.optimizer", "server.lr"])
+    n = study.trials["seed"].nunique()
+    assert f"over {n} seeds" in fig.layout.title.text
+
+
+def test_pareto_labels_are_not_clipped_at_the_axes():
+    import math
+    from analysis.dashboard.charts import pareto_chart
+    t = pd.DataFrame({"seed": [0, 1] * 3, "acc": [50.0, 51, 60, 61, 70, 71],
+                      "bytes_up": [1e6] * 2 + [1e7] * 2 + [1e8] * 2, "bytes_down": [0.0] * 6,
+                      "compression.bits": [8, 8, 16, 16, 32, 32]})
+    fig = pareto_chart(t, ["compression.bits"])
+    assert fig.data[0].cliponaxis is False
+    low, high = fig.layout.xaxis.range                    # log10 of MB, padded both sides
+    assert low < math.log10(1) and high > math.log10(100)
+
+
+def test_method_studies_name_their_curves_by_method_and_task_order():
+    from analysis.dashboard import charts
+    from analysis.dashboard.views import method_labels
+    keys = ["client.algorithm", "client.prox_mu", "server.optimizer", "server.lr",
+            "schedule.order"]
+    rows = pd.DataFrame({"client.algorithm": ["fedprox", "sgd"], "client.prox_mu": [0.001, 0.0],
+                         "server.optimizer": ["fedsgd", "fedadam"], "server.lr": [1.0, 0.01],
+                         "schedule.order": ["async", "sync"]})
+    assert method_labels(rows, keys).tolist() == ["FedProx μ=0.001, Async FCL",
+                                                  "FedAdam, Sync FCL"]
+    drift = pd.concat([rows.assign(round=r, seed=0, drift=0.1 * r) for r in range(3)])
+    fig = charts.band_curves(drift, "drift", keys, "drift", "drift",
+                             pd.DataFrame({"rounds": [3, 4], "data.num_tasks": [1, 1]}),
+                             labels=method_labels)
+    assert {d.name for d in fig.data if d.name} == {"FedProx μ=0.001, Async FCL",
+                                                    "FedAdam, Sync FCL"}
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.skipif(not (REPO / "results" / "drift_correction").is_dir(),
+                    reason="the stored drift_correction is not in this checkout")
+def test_the_stored_drift_correction_legends_name_methods():
+    view = study_views(load_study(REPO / "results", "drift_correction"))[0]
+    names = [d.get("name", "") for c in view.charts for d in c["data"]]
+    menus = [b["label"] for c in view.charts for m in c["layout"].get("updatemenus", [])
+             for b in m["buttons"]]
+    assert "FedAvg, Async FCL" in names and "FedAvg, Async FCL" in menus
+    assert not [n for n in names + menus if "algorithm=" in n or "async" in n]
+
+
+def test_search_titles_wrap_their_axes_and_say_when_trials_are_few():
+    from analysis.dashboard.search import importance_chart, parallel_chart
+    keys = ["client.lr", "server.lr", "server.tau", "client.local_epochs", "data.alpha"]
+    rng = np.random.default_rng(0)
+
+    def trials(n):
+        t = pd.DataFrame({k: rng.uniform(0.01, 1, n) for k in keys})
+        return t.assign(status="TERMINATED", value=rng.uniform(40, 60, n), number=range(n))
+    title = parallel_chart(trials(6), keys).layout.title.text
+    assert title.count("<br>") == 2                          # 5 axes: 2 lines, 3 then 2
+    assert all(line.count(" = ") <= 3 for line in title.split("<br>"))
+    few = importance_chart(trials(6), keys).layout.title.text
+    assert "over 6 finished trials" in few and "(so few: indicative only)" in few
+    assert "indicative" not in importance_chart(trials(12), keys).layout.title.text

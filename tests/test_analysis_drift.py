@@ -46,7 +46,7 @@ def stored(tmp_path):
     for i, cfg in enumerate(study_configs()):
         for seed in range(3):
             rows.append({"study": "drift_correction", "trial_id": f"t{i}-{seed}",
-                         "status": "TERMINATED", "seed": seed, "schema_version": 1,
+                         "status": "TERMINATED", "seed": seed, "schema_version": 2,
                          "acc": 70.0 + i + 2 * seed, "bwt_f": -1.0 - 0.5 * i + 0.1 * seed,
                          "bytes_up": 1000, "bytes_down": 1000,
                          "data.name": "fashion_mnist_bundled", "data.root": "",

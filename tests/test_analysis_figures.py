@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.figures import fcl_paper, fcl_paper_tables, flocora
+from analysis.figures import fcl_paper, fcl_paper_tables, flocora, heatmaps
 from analysis.figures.catalog import FIGURES, main, make_figure
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import MissingStudy, SchemaError, load_study
@@ -116,13 +116,13 @@ def test_heatmap_cells_mark_the_seeds_that_diverged(study_results, tmp_path, mon
     trials.to_parquet(folder / "trials.parquet")
     restamp(folder)
     texts = []
-    real_save = fcl_paper.save_figure
+    real_save = heatmaps.save_figure
 
     def save(fig, *args, **kwargs):
         texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
         texts.append(fig._suptitle.get_text())
         return real_save(fig, *args, **kwargs)
-    monkeypatch.setattr(fcl_paper, "save_figure", save)
+    monkeypatch.setattr(heatmaps, "save_figure", save)
     fcl_paper.fig5e(load_study(tmp_path / "results", "stragglers"), tmp_path)
     marked = [t for t in texts if t.endswith("\n1 diverged")]
     assert len(marked) == 2                     # the ACC and the BWT_f cell of that setting
@@ -208,7 +208,7 @@ def test_table4_communication_per_round(study_results, tmp_path):
         paper["trainable_params_per_task"].iloc[0] * 4 * 2 / 1e6)
 
 
-def test_flocora_table3_tcc_and_reduction(study_results, tmp_path):
+def test_flocora_table3_tcc_and_reduction_against_full_model_fedavg(study_results, tmp_path):
     produced = flocora.table_iii_flocora(
         load_study(study_results, "flocora_quantization"), tmp_path)
     trials = _trials(study_results, "flocora_quantization")
@@ -217,7 +217,17 @@ def test_flocora_table3_tcc_and_reduction(study_results, tmp_path):
     got = produced.data.set_index("compression.bits")
     assert list(got.index) == [32, 8, 2]
     assert np.allclose(got["tcc_mb"], tcc.loc[[32, 8, 2]])
-    assert np.allclose(got["reduction"], tcc.max() / tcc.loc[[32, 8, 2]])
+    # FedAvg of the whole model sends more than LoRA at full precision: every ratio is > 1
+    fedavg_mb = (trials["full_fedavg_bytes"] / 1e6).mean()
+    assert np.allclose(got["reduction"], fedavg_mb / tcc.loc[[32, 8, 2]])
+    fedavg = _trials(study_results, "flocora_rank_alpha").query("`model.adapter` == 'full'")
+    assert (got["reduction"] > 1).all()
+    # through the catalog, FedAvg's own row (from flocora_rank_alpha) heads the table at 1.0x
+    with_ref, _ = make_figure("flocora_table3", study_results, tmp_path)
+    full = with_ref.data[with_ref.data["model.adapter"] == "full"]
+    assert len(full) == 1 and full["reduction"].iloc[0] == pytest.approx(1.0)
+    assert full["acc_mean"].iloc[0] == pytest.approx(fedavg["acc"].mean())
+    assert "FedAvg drawn from" in (tmp_path / "flocora_table3.md").read_text()
 
 
 def test_flocora_fig2_lines_per_alpha_ratio_and_a_fedavg_band(study_results, tmp_path):
@@ -287,7 +297,7 @@ def test_one_command_line_refuses_an_unknown_command():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("error: plots: not a command; allowed: figures, dashboard, "
-                                   "paired, claims, migrate")
+                                   "paired, claims, flocora_table1")
 
 
 def test_a_study_reads_its_manifest_and_states_what_it_was_drawn_from(study_results):
@@ -312,7 +322,7 @@ def test_settings_come_from_the_manifest_not_from_every_column(study_results, tm
     declared = fcl_paper.fig5c(load_study(tmp_path / "results", "scalability"), tmp_path)
     assert set(declared.data["panel"]) == {""}
     (folder / "study.json").unlink()            # as results stored before manifests
-    with pytest.raises(SchemaError, match="no study.json .*python -m analysis migrate"):
+    with pytest.raises(SchemaError, match="no study.json .* and --resume .* or --fresh"):
         load_study(tmp_path / "results", "scalability")
 
 

@@ -16,8 +16,8 @@ from analysis import paired
 from analysis.dashboard.page import main as dashboard_main
 from analysis.figures.catalog import main as figures_main
 from analysis.figures.files import add_footer
-from analysis.migrate_results import main as migrate_main
 from analysis.study_tables import MissingStudy, load_study
+from fcl.manifest import read_manifest, write_manifest
 from study_fixture import study_results  # noqa: F401  (the session fixture)
 from tmpfs import tmpfs
 
@@ -45,7 +45,7 @@ def refused_everywhere(results: Path, capsys, tmp_path: Path) -> str:
                          "--out", str(figs)]) == 2
     line = one_error_line(capsys)
     assert line.startswith(f"error: {results / 'scalability'}: refused: ")
-    assert list(figs.iterdir()) == []
+    assert not figs.exists()                   # not even an empty --out folder
     assert dashboard_main(["--results", str(results), "--out", str(page)]) == 2
     assert one_error_line(capsys) == line and not page.exists()
     assert paired.main(["scalability", "--results", str(results),
@@ -54,28 +54,32 @@ def refused_everywhere(results: Path, capsys, tmp_path: Path) -> str:
     return line
 
 
-def test_a_folder_without_a_manifest_is_refused_naming_the_migration(results, capsys, tmp_path):
+def test_a_folder_without_a_manifest_is_refused_saying_how_to_export_it_again(
+        results, capsys, tmp_path):
     (results / "scalability" / "study.json").unlink()
     line = refused_everywhere(results, capsys, tmp_path)
-    assert "no study.json" in line and f"python -m analysis migrate {results}" in line
+    assert "no study.json" in line
+    assert f"run the study's script again with --results {results} and --resume" in line
+
+
+def test_a_table_of_another_schema_is_refused_saying_how_to_export_it_again(
+        results, capsys, tmp_path):
+    """Schema 1 (an fcl older than the three files): one line, no attempt to read it."""
+    path = results / "scalability" / "trials.parquet"
+    pd.read_parquet(path).assign(schema_version=1).to_parquet(path)
+    write_manifest(path.parent, read_manifest(path.parent))      # the files agree with it
+    assert figures_main(["--only", "fig5c", "--results", str(results),
+                         "--out", str(tmp_path / "figs")]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"error: {path}: schema_version [1] is not the one this analysis "
+                           "reads (2); run the study's script again")
+    assert not any((tmp_path / "figs").glob("fig5c*"))
 
 
 def test_half_an_export_without_a_manifest_is_refused(results, capsys, tmp_path):
     """Killed after trials.parquet, before the other files and the manifest."""
     for f in ("rounds.parquet", "tasks.parquet", "study.json"):
         (results / "scalability" / f).unlink()
-    assert "no study.json" in refused_everywhere(results, capsys, tmp_path)
-
-
-def test_the_migration_writes_no_manifest_for_half_an_export(results, capsys, tmp_path):
-    """`migrate` vouches only for whole folders: half an export stays refused after it."""
-    for f in ("rounds.parquet", "tasks.parquet", "study.json"):
-        (results / "scalability" / f).unlink()
-    assert migrate_main([str(results)]) == 0
-    out = capsys.readouterr().out
-    assert (f"{results / 'scalability'}: schema 2; rounds.parquet, tasks.parquet missing: no "
-            "study.json written (half an export? run the study again)") in out
-    assert f"{results / 'ablation_lr'}: schema 2; study.json kept" in out
     assert "no study.json" in refused_everywhere(results, capsys, tmp_path)
 
 
@@ -196,9 +200,6 @@ def test_outputs_on_a_read_only_disk_are_one_line_before_any_study_is_read(
     assert dashboard_main(["--results", str(results), "--out", str(read_only / "d.html")]) == 2
     assert one_error_line(capsys) == (f"error: --out={read_only / 'd.html'}: its folder "
                                       f"{read_only} is not writable (Read-only file system)")
-    assert migrate_main([str(read_only)]) == 2
-    assert one_error_line(capsys) == (f"error: results={read_only}: is not writable "
-                                      "(Read-only file system)")
 
 
 def test_outputs_on_a_full_disk_are_one_line(results, full_disk, capsys):

@@ -1,11 +1,12 @@
 """The stored results (results/: the random frozen backbone; results-pretrained/: the FCL
 studies rerun on the pretrained one) against what analysis/ makes of them: the committed figures'
 tables rewritten byte for byte by the command README gives, a manifest per stored study that
-matches its files and its trials, and the migration that wrote results/'s manifests rebuilding
-them exactly. Reads results*/ and figures/, writes only under tmp_path."""
+matches its files and its trials and declares what its study script declares (the dashboard's
+axes come from the manifest's `varying`). Reads results*/ and figures/, writes only under
+tmp_path."""
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -13,18 +14,21 @@ import pytest
 
 from analysis.dashboard.views import study_views
 from analysis.figures.catalog import main as figures_main
+from analysis.flocora_table1 import main as table1_main
 from analysis.study_tables import load_study
 from fcl.manifest import read_manifest, verify
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS, PRETRAINED, FIGURES = REPO / "results", REPO / "results-pretrained", REPO / "figures"
+DRIFT = REPO / "results-drift"
 # the committed figures read each study from the first of these folders that stores it
 FIGURE_SOURCES = (PRETRAINED, RESULTS)
-STORED = sorted(p.parent.name for p in RESULTS.glob("*/trials.parquet"))
 STORED_FOLDERS = sorted(p.parent for p in (*RESULTS.glob("*/trials.parquet"),
                                            *PRETRAINED.glob("*/trials.parquet"),
-                                           *PRETRAINED.glob("*/*/trials.parquet")))
-PRESET = {RESULTS: "cifar10-local", PRETRAINED: "cifar10-local-pretrained"}
+                                           *PRETRAINED.glob("*/*/trials.parquet"),
+                                           *DRIFT.glob("*/trials.parquet")))
+PRESET = {RESULTS: "cifar10-local", PRETRAINED: "cifar10-local-pretrained",
+          DRIFT: "cifar10-drift"}
 
 
 def source_of(study: str) -> Path:
@@ -36,18 +40,23 @@ def test_figures_rewrite_the_committed_tables_and_csvs_byte_for_byte(tmp_path, m
     command from the repo root reads the committed figures' sources, FIGURE_SOURCES."""
     monkeypatch.chdir(REPO)
     assert figures_main(["--out", str(tmp_path)]) == 0
+    assert table1_main(["--out", str(tmp_path)]) == 0         # counted from models, no study
     committed = sorted(p.name for p in FIGURES.iterdir() if p.suffix in (".csv", ".md"))
-    assert len(committed) == 19                 # 15 figures' CSVs, 4 tables' CSV + MD
+    assert len(committed) == 21                 # 15 figures' CSVs, 5 tables' CSV + MD
     differ = [n for n in committed if (tmp_path / n).read_bytes() != (FIGURES / n).read_bytes()]
     assert differ == []
-    for md in (p for p in FIGURES.glob("*.md")):
-        study = {"table3": "optimizers", "table4": "optimizers", "flocora_table3":
+    for md in (p for p in FIGURES.glob("*.md") if p.stem != "flocora_table1"):
+        study = {"table3": "optimizers", "table4": "fcl_methods", "flocora_table3":
                  "flocora_quantization", "drift_correction_table": "drift_correction"}[md.stem]
         source = source_of(study)
         manifest = read_manifest(source / study)
-        assert md.read_text().splitlines()[-1] == (
+        last = md.read_text().splitlines()[-1]
+        assert last.split("; FedAvg ")[0] == (
             f"drawn from {source.name}/{study} · preset {manifest.preset} · data set "
-            f"{manifest.dataset} · commit {manifest.fcl_git}")
+            f"{manifest.dataset} · commit {manifest.commits}")
+        if md.stem == "flocora_table3":     # FedAvg's row: from the study that ran it
+            assert last.split("; FedAvg ")[1].startswith(
+                f"drawn from {source_of('flocora_rank_alpha').name}/flocora_rank_alpha · ")
     assert not [p for p in FIGURES.glob("*.csv") if "drawn from" in p.read_text()]
 
 
@@ -61,28 +70,45 @@ def test_each_stored_study_has_a_manifest_matching_its_files_and_trials(folder):
     trials = pd.read_parquet(folder / "trials.parquet")
     assert manifest.files["trials"]["rows"] == len(trials)
     assert [manifest.preset] == trials["preset"].unique().tolist()
-    assert [manifest.fcl_git] == trials["fcl_git"].unique().tolist()
+    # a study run again with more seeds: each part's commit (study.json's `extended`)
+    parts = [p["fcl_git"] for p in manifest.extended] or [manifest.fcl_git]
+    assert sorted(set(parts)) == sorted(trials["fcl_git"].unique().tolist())
+    assert manifest.fcl_git == parts[-1]
     assert list(manifest.seeds) == sorted(trials["seed"].unique().tolist())
     varied = {c for c in manifest.base if trials[c].nunique(dropna=False) > 1} - {"seed"}
     assert varied <= set(manifest.varying)     # every key that differs was declared varied
     assert (manifest.searcher == "optuna") == (name == "search")
 
 
-def test_the_migration_rebuilds_the_committed_manifests():
-    from analysis.stored_manifest import stored_manifest     # imports Ray (the study scripts)
-    for name in STORED:
-        committed = read_manifest(RESULTS / name)
-        built = stored_manifest(RESULTS / name)
-        assert dataclasses.replace(built, files=committed.files) == committed, name
+def declared(name: str, preset: str) -> dict:
+    """What `studies/<name>.py` declares at `preset`, as the export writes it into the manifest
+    (`fcl.tune.study_manifest`: the varying keys and axes in the space's order)."""
+    from fcl.tune.study_manifest import space_axes     # imports Ray, as the study scripts do
+    spec = importlib.util.spec_from_file_location(f"stored_{name}", REPO / "studies" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)                     # the script's `main` is not run
+    study = module.STUDY
+    axes = space_axes(study.space_for(preset))
+    return {"doc": study.doc or "", "searcher": study.searcher, "num_samples": study.num_samples,
+            "axes": axes, "varying": tuple(dict.fromkeys(k for ks in axes.values() for k in ks))}
+
+
+@pytest.mark.parametrize("folder", STORED_FOLDERS, ids=lambda p: str(p.relative_to(REPO)))
+def test_each_stored_manifest_declares_what_its_study_script_declares(folder):
+    manifest = read_manifest(folder)
+    stored = {k: getattr(manifest, k) for k in ("doc", "searcher", "num_samples", "axes",
+                                                "varying")}
+    assert stored == declared(manifest.study, manifest.preset)
 
 
 def test_every_dashboard_view_of_the_stored_studies_says_what_it_was_drawn_from():
     for folder in STORED_FOLDERS:
         study = load_study(folder.parent, folder.name)
-        preset = PRESET[PRETRAINED if PRETRAINED in folder.parents else RESULTS]
+        preset = PRESET[next(root for root in (PRETRAINED, DRIFT, RESULTS)
+                             if root in folder.parents)]
         for view in study_views(study):
             assert view.source == (f"preset {preset} · data set cifar10 · commit "
-                                   f"{study.manifest.fcl_git}"), folder
+                                   f"{study.manifest.commits}"), folder
             assert view.charts and view.doc == study.doc != ""
 
 
@@ -96,3 +122,17 @@ def test_each_stored_trial_id_is_the_hash_of_its_stored_config(folder):
     for row in trials.to_dict("records"):
         cfg = from_flat({k: v for k, v in row.items() if k in keys and not pd.isna(v)})
         assert config_hash(cfg) == row["trial_id"], row["trial_id"]
+
+
+def test_the_claims_table_in_results_readme_is_what_its_command_prints(capsys, monkeypatch):
+    """results/README.md's claims table is the output of the command it gives, over the folders
+    that command names (a stored study added or extended without regenerating it fails)."""
+    from analysis.claims import main as claims_main
+    readme = (RESULTS / "README.md").read_text()
+    command = next(line for line in readme.splitlines()
+                   if line.startswith("python -m analysis claims --results "))
+    monkeypatch.chdir(REPO)
+    assert claims_main(command.split()[4:]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed.splitlines()[0].startswith("| claim | study | paper |")
+    assert printed in readme

@@ -1,13 +1,18 @@
 """The charts of a grid study's dashboard view (plotly): ACC and BWT_f per setting, accuracy per
 task over rounds, a per-round value with its 95% band, and bytes against ACC with the Pareto
 front. Every chart takes the view's trials (or rounds) and `keys`, the settings the study
-varies there (`Study.varying`)."""
+varies there in the order it declares them; the bars also take `axes`, those keys grouped per
+axis of the study's space (`views.declared_axes`)."""
 from __future__ import annotations
+
+import math
+from typing import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.labels import key_symbol
+from analysis.methods import METRICS
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import fmt_value
 
@@ -25,34 +30,51 @@ def settings_labels(df: pd.DataFrame, keys: list[str]) -> pd.Series:
     return df.apply(lambda r: setting_label(r, keys), axis=1) if len(df) else pd.Series(dtype=str)
 
 
-def bar_axes(keys: list[str]) -> tuple[list[str], str | None]:
-    """(keys along x, key for colour): eta as colour when it varies (the optimizer then on x),
-    otherwise the second varying setting."""
-    colour = "server.lr" if "server.lr" in keys else (keys[1] if len(keys) > 1 else None)
-    return [k for k in keys if k != colour], colour
+Labeller = Callable[[pd.DataFrame, list[str]], pd.Series]   # rows, keys -> a setting's name
 
 
-def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str) -> go.Figure:
-    xkeys, colour = bar_axes(keys)
+def bar_axes(keys: list[str], axes: list[list[str]] | None = None
+             ) -> tuple[list[str], list[str]]:
+    """(keys along x, keys for colour): the last axis the study declares colours the bars, the
+    others lie along x; a variant axis (keys set together, e.g. an adapter with its rank) stays
+    whole: its keys are no grid to split between x and colour. One axis: no colour. `axes`:
+    `keys` grouped per declared axis, in the study's order (None: each key its own axis)."""
+    axes = axes if axes is not None else [[k] for k in keys]
+    colour = axes[-1] if len(axes) > 1 else []
+    return [k for k in keys if k not in colour], colour
+
+
+METRIC_TITLES = dict(METRICS)            # acc -> "ACC (%)", bwt_f -> "BWT_f (points; ...)"
+MANY = 6                                 # more settings than this: lines without bands
+
+
+def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str,
+                 axes: list[list[str]] | None = None) -> go.Figure:
+    xkeys, colour = bar_axes(keys, axes)
     t = trials.assign(_x=[setting_label(r, xkeys) for _, r in trials.iterrows()])
     fig = go.Figure()
-    groups = [(None, t)] if colour is None else list(t.groupby(colour, sort=True))
+    groups = list(t.groupby(colour, sort=True, dropna=False)) if colour else [((), t)]
     ends = []
-    for value, g in groups:
+    for _, g in groups:
         s = seed_summary(g, ["_x"], metric)
         ends += [(s["mean"] - s["ci95"].fillna(0)).min(), (s["mean"] + s["ci95"].fillna(0)).max()]
         blown = s["_x"].map(diverged_counts(g, "_x")).fillna(0).astype(int)
         marks = [f"{n} diverged" if n else "" for n in blown]
         fig.add_bar(x=s["_x"], y=s["mean"],
-                    name=setting_label(pd.Series({colour: value}), [colour]) if colour else metric,
+                    name=setting_label(g.iloc[0], colour) if colour
+                    else METRIC_TITLES.get(metric, metric),
                     error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True),
                     text=marks, textposition="inside", customdata=list(zip(s["n"], marks)),
                     hovertemplate="%{x}: %{y:.2f} (n=%{customdata[0]}) %{customdata[1]}")
-    fig.update_layout(title=title, barmode="group", yaxis_title=metric, height=380,
+    fig.update_layout(title=title, barmode="group", yaxis_title=METRIC_TITLES.get(metric, metric),
+                      height=380,
                       margin=dict(t=50, b=60),
-                      legend_title=key_symbol(colour) if colour else None)
+                      legend_title=", ".join(key_symbol(k) or k for k in colour) or None)
     if ends:        # fitted to the means and their intervals: 58-65% is not flattened by 0
         fig.update_yaxes(range=fitted_range(min(ends), max(ends)))
+    if xkeys:       # x in the order of the values (rank 8 before 16), not of the labels' text
+        order = t.sort_values(xkeys, kind="stable")["_x"].drop_duplicates().tolist()
+        fig.update_xaxes(categoryorder="array", categoryarray=order)
     return fig
 
 
@@ -81,12 +103,21 @@ def phase_shapes(fig: go.Figure, trials: pd.DataFrame) -> None:
                       line_width=1)
 
 
-def task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> go.Figure:
+def task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str],
+                labels: Labeller | None = None) -> go.Figure:
     """Mean accuracy (over seeds) of every task at each evaluated round; a menu picks the
-    setting, whose T curves are shown together."""
+    setting, whose T curves are shown together. It opens on the setting with the best mean
+    ACC (`trials`' `acc`, where given), the menu listing that one first. `labels`: a
+    setting's name from its rows and `keys` (default `settings_labels`)."""
+    labels = labels or settings_labels
     ev = rounds[rounds["accuracy"].notna()]
-    ev = ev.assign(_s=settings_labels(ev, keys))
+    ev = ev.assign(_s=labels(ev, keys))
     settings = sorted(ev["_s"].unique())
+    if "acc" in trials and len(trials) and all(k in trials for k in keys):
+        acc = trials.assign(_s=labels(trials, keys)).groupby("_s")["acc"].mean()
+        best = acc.reindex(settings).idxmax() if acc.reindex(settings).notna().any() else None
+        if best is not None:
+            settings = [best] + [s for s in settings if s != best]
     fig = go.Figure()
     owner = []
     for s in settings:
@@ -101,28 +132,36 @@ def task_curves(rounds: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> 
                     args=[{"visible": [o == s for o in owner]},
                           {"title": f"accuracy per task: {s}"}])
                for s in settings]
-    fig.update_layout(title=f"accuracy per task: {settings[0] if settings else ''}",
+    best = " (best ACC)" if "acc" in trials and len(settings) > 1 else ""
+    fig.update_layout(title=f"accuracy per task: {settings[0] if settings else ''}{best}",
                       xaxis_title="round", yaxis_title="accuracy (%)", height=400,
-                      updatemenus=[dict(buttons=buttons, x=1.0, y=1.18, xanchor="right")]
-                      if len(settings) > 1 else [], margin=dict(t=70))
+                      updatemenus=[dict(buttons=buttons, x=0.0, y=1.02, xanchor="left",
+                                        yanchor="bottom")]
+                      if len(settings) > 1 else [], margin=dict(t=100), title_y=0.97)
     phase_shapes(fig, trials)
     return fig
 
 
 def band_curves(df: pd.DataFrame, value: str, keys: list[str], title: str, ytitle: str,
-                trials: pd.DataFrame, floor: float | None = None) -> go.Figure:
+                trials: pd.DataFrame, floor: float | None = None,
+                labels: Labeller | None = None) -> go.Figure:
     """`value` over rounds per setting: the mean over seeds with its 95% band (cut at
-    `floor`: drift is >= 0)."""
-    df = df.assign(_s=settings_labels(df, keys))
+    `floor`: drift is >= 0). `labels`: as `task_curves` takes it."""
+    df = df.assign(_s=(labels or settings_labels)(df, keys))
     fig = go.Figure()
+    many = df["_s"].nunique() > MANY
+    if many:
+        title += f" · {df['_s'].nunique()} settings: bands left out (group by in the run table)"
     for i, (s, g) in enumerate(df.groupby("_s", sort=True)):
         st = seed_summary(g, ["round"], value).sort_values("round")
         ci = st["ci95"].fillna(0)
         colour = f"hsl({(i * 67) % 360},60%,45%)"
-        fig.add_scatter(x=pd.concat([st["round"], st["round"][::-1]]),
-                        y=pd.concat([st["mean"] + ci, (st["mean"] - ci).clip(lower=floor)[::-1]]),
-                        fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.2,
-                        hoverinfo="skip", showlegend=False, legendgroup=s)
+        if not many:
+            fig.add_scatter(x=pd.concat([st["round"], st["round"][::-1]]),
+                            y=pd.concat([st["mean"] + ci,
+                                         (st["mean"] - ci).clip(lower=floor)[::-1]]),
+                            fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.2,
+                            hoverinfo="skip", showlegend=False, legendgroup=s)
         fig.add_scatter(x=st["round"], y=st["mean"], mode="lines", name=s, legendgroup=s,
                         line=dict(color=colour))
     fig.update_layout(title=title, xaxis_title="round", yaxis_title=ytitle, height=400)
@@ -130,10 +169,11 @@ def band_curves(df: pd.DataFrame, value: str, keys: list[str], title: str, ytitl
     return fig
 
 
-def pareto_chart(trials: pd.DataFrame, keys: list[str]) -> go.Figure:
+def pareto_chart(trials: pd.DataFrame, keys: list[str], labels: Labeller | None = None
+                 ) -> go.Figure:
     """Bytes sent over the whole run against ACC per setting, and the front of the settings
-    that beat every cheaper one."""
-    t = trials.assign(_s=settings_labels(trials, keys),
+    that beat every cheaper one. `labels`: as `task_curves` takes it."""
+    t = trials.assign(_s=(labels or settings_labels)(trials, keys),
                       _mb=(trials["bytes_up"] + trials["bytes_down"]) / 1e6)
     acc = seed_summary(t, ["_s"], "acc")
     mb = t.groupby("_s")["_mb"].mean().rename("mb").reset_index()
@@ -144,12 +184,26 @@ def pareto_chart(trials: pd.DataFrame, keys: list[str]) -> go.Figure:
             front.append(r)
             best = r["mean"]
     fig = go.Figure()
-    fig.add_scatter(x=s["mb"], y=s["mean"], mode="markers+text", text=s["_s"],
-                    textposition="top center", name="settings",
-                    error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True))
     front = pd.DataFrame(front)
+    # labelled: the front's settings, one per cluster of near-equal cost (the best of it);
+    # labels of settings that cost the same would pile up
+    cluster = (front["mb"].map(lambda v: float(f"{v:.2g}")) if len(front)
+               else pd.Series(dtype=float))
+    on_front = set(front.loc[front.groupby(cluster)["mean"].idxmax(), "_s"]) if len(front) \
+        else set()
+    fig.add_scatter(x=s["mb"], y=s["mean"], mode="markers+text", name="settings",
+                    text=[x if x in on_front else "" for x in s["_s"]],   # the rest on hover
+                    textposition="top center", customdata=s["_s"], cliponaxis=False,
+                    hovertemplate="%{customdata}: ACC %{y:.2f} at %{x:.3g} MB",
+                    error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True))
     fig.add_scatter(x=front["mb"], y=front["mean"], mode="lines", name="Pareto front",
                     line=dict(dash="dot"))
-    fig.update_layout(title="bytes (up + down, whole run) vs ACC", xaxis_type="log",
-                      xaxis_title="MB communicated", yaxis_title="ACC (%)", height=420)
+    fig.update_layout(title="bytes (up + down, whole run) vs ACC; labels: the settings on the "
+                            "front", xaxis_type="log",
+                      xaxis_title="MB communicated per run (log)", yaxis_title="ACC (%)",
+                      height=420, margin=dict(t=60))
+    if len(s) and (s["mb"] > 0).all():    # padded: a label centred on the cheapest point fits
+        low, high = math.log10(s["mb"].min()), math.log10(s["mb"].max())
+        pad = max((high - low) * 0.15, 0.3)
+        fig.update_xaxes(range=[low - pad, high + pad])
     return fig

@@ -6,10 +6,13 @@ computed by `analysis.paired.paired`, what `python -m analysis paired` prints. A
 "fixed: ..." line: the base settings (the manifest's) that decide such a comparison."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from analysis.claims.judging import HOLDS, Comparison, verdict
 from analysis.dashboard.charts import settings_labels
 from analysis.labels import key_symbol
 from analysis.paired import paired
@@ -23,6 +26,9 @@ FIXED_KEYS = ("server.tau", "server.beta1", "server.beta2", "server.bias_correct
               "data.num_clients", "data.num_tasks", "data.partition", "client.lr",
               "client.local_epochs", "client.algorithm", "model.adapter")
 REFERENCE = {OPTIMIZER: "fedsgd", "server.lr": "1"}     # FedSGD with eta = 1 is FedAvg
+# "this setting's ACC minus FedSGD's is above 0" / "below 0", judged as analysis claims does
+HIGHER = Comparison("vs FedSGD", "acc", {}, {}, sign=1)
+LOWER = Comparison("vs FedSGD", "acc", {}, {}, sign=-1)
 
 
 def fixed_line(base: dict, varying: list[str], preset: str | None) -> str:
@@ -34,8 +40,10 @@ def fixed_line(base: dict, varying: list[str], preset: str | None) -> str:
     return "fixed: " + " · ".join(parts) if parts else ""
 
 
-# plotly's default colours, in the order the ACC bars give them to eta
-PALETTE = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692")
+# plotly's default colours, in the order the ACC bars give them to eta, then more (12 lines
+# before one repeats)
+PALETTE = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692",
+           "#b6e880", "#ff97ff", "#fecb52", "#1f77b4", "#8c564b")
 
 
 def colour(i: int) -> str:
@@ -43,13 +51,23 @@ def colour(i: int) -> str:
 
 
 def small_multiples(per_round: pd.DataFrame, value: str, keys: list[str], title: str,
-                    ytitle: str, floor: float | None = None) -> go.Figure:
-    """One panel per optimizer (shared y), a line per remaining setting (eta): `value`'s mean
-    over seeds per round with its 95% band, the band cut at `floor` (drift is >= 0)."""
+                    ytitle: str, floor: float | None = None, shared: bool = True) -> go.Figure:
+    """One panel per optimizer (shared y unless `shared` is False: drift differs by orders
+    of magnitude between optimizers, and one axis flattens the small ones), a line per
+    remaining setting (eta): `value`'s mean over seeds per round with its 95% band, the band
+    cut at `floor` (drift is >= 0)."""
     others = [k for k in keys if k != OPTIMIZER]
     opts = sorted(per_round[OPTIMIZER].unique())
-    fig = make_subplots(rows=1, cols=len(opts), shared_yaxes=True, subplot_titles=opts,
-                        horizontal_spacing=0.02)
+    # a key with one value per optimizer (task_order: FedAdam at eta 0.5, FedSGD at 1) goes
+    # to the panel's title: as a line's label it would give each line two legend entries
+    per_opt = [k for k in others if len(opts) > 1
+               and per_round.groupby(OPTIMIZER)[k].nunique(dropna=False).max() == 1]
+    others = [k for k in others if k not in per_opt]
+    first = per_round.drop_duplicates(OPTIMIZER).set_index(OPTIMIZER)
+    titles = [" ".join([opt] + [f"{key_symbol(k) or k}={fmt_value(first.loc[opt, k])}"
+                                for k in per_opt]) for opt in opts]
+    fig = make_subplots(rows=1, cols=len(opts), shared_yaxes=shared, subplot_titles=titles,
+                        horizontal_spacing=0.02 if shared else 0.05)
     per_round = per_round.assign(_line=settings_labels(per_round, others) if others else value)
     lines = (per_round.drop_duplicates(others).sort_values(others)["_line"].tolist()
              if others else [value])          # in the order of their values, as the ACC bars
@@ -122,21 +140,63 @@ def paired_chart(trials: pd.DataFrame, keys: list[str]) -> go.Figure | None:
     tables = paired_tables(trials, keys)
     if not tables:
         return None
-    rows = [t.assign(_x=t[OPTIMIZER] + (f" · {label}" if label else "")) for label, _, t in tables]
+    rows = [t.assign(_f=label) for label, _, t in tables]
     table = pd.concat(rows, ignore_index=True)
+    table["_words"] = [verdict_words(m, h, n) for m, h, n in
+                       zip(table["acc diff"], table["acc ci95"], table["acc n"])]
+    table["_y"] = [f"{o} η={fmt_value(lr)}{f' · {f}' if f else ''} — {w}" for o, lr, f, w in
+                   zip(table[OPTIMIZER], table["server.lr"], table["_f"], table["_words"])]
+    table = table.sort_values([OPTIMIZER, "server.lr", "_f"], ascending=False)
     fig = go.Figure()
     for i, (lr, g) in enumerate(table.groupby("server.lr", sort=True)):
-        fig.add_bar(x=g["_x"], y=g["acc diff"], name=f"η={fmt_value(lr)}",
+        fig.add_bar(y=g["_y"], x=g["acc diff"], name=f"η={fmt_value(lr)}", orientation="h",
                     marker_color=colour(i),
-                    error_y=dict(type="data", array=g["acc ci95"].fillna(0).tolist(),
+                    error_x=dict(type="data", array=g["acc ci95"].fillna(0).tolist(),
                                  visible=True),
-                    customdata=g["acc n"], hovertemplate="%{x}: %{y:+.2f} (n=%{customdata})")
-    fig.add_hline(y=0, line_color="black", line_width=1)
+                    customdata=list(zip(g["acc n"], g["_words"])),
+                    hovertemplate="%{y}: %{x:+.2f} (n=%{customdata[0]})")
+    fig.add_vline(x=0, line_color="black", line_width=1)
     refs = sorted({ref["server.lr"] for _, ref, _ in tables})
     fig.update_layout(title=f"ACC − ACC of FedSGD η={'/'.join(refs)} on the same seed "
-                            "(mean, 95% CI over seeds)", barmode="group", height=380,
-                      yaxis_title="Δ ACC (points)", legend_title="η", margin=dict(t=50))
+                            "(mean, 95% CI over seeds), with the verdict", barmode="overlay",
+                      height=160 + 28 * len(table), xaxis_title="Δ ACC (points)",
+                      legend_title="η", margin=dict(t=50, l=360),
+                      yaxis=dict(categoryorder="array", categoryarray=table["_y"].tolist()))
     return fig
+
+
+def verdict_words(mean: float, half: float, n: int) -> str:
+    """How `analysis claims` would judge "differs from FedSGD" on this pair: `higher: holds`
+    / `lower: holds` where the 95% interval lies on one side of 0, else `not resolved at n
+    seeds` (`analysis.claims.judging.verdict`)."""
+    n = int(n) if n == n else 0
+    result = [(float(mean), float(half) if half == half else math.inf, n)]
+    if verdict(result, [HIGHER]) == HOLDS:
+        return "higher: holds"
+    if verdict(result, [LOWER]) == HOLDS:
+        return "lower: holds"
+    return f"not resolved at {n} seed{'s' if n != 1 else ''}"
+
+
+def verdict_line(trials: pd.DataFrame, keys: list[str]) -> str:
+    """`ACC vs FedSGD η=1 on the same seed: fedadam η=0.5 +1.20 ± 0.80 higher: holds; the
+    other 10: not resolved at 3 seeds`: the paired chart's verdicts in words, for the view's
+    header ("" without a paired chart)."""
+    if "server.lr" not in keys:
+        return ""
+    parts = []
+    for label, ref, t in paired_tables(trials, keys):
+        head = f"ACC vs FedSGD η={ref['server.lr']} on the same seed" + \
+            (f" ({label})" if label else "")
+        words = [verdict_words(r["acc diff"], r["acc ci95"], r["acc n"]) for _, r in t.iterrows()]
+        held = [f"{r[OPTIMIZER]} η={fmt_value(r['server.lr'])} {r['acc diff']:+.2f} ± "
+                f"{r['acc ci95']:.2f} {w}" for (_, r), w in zip(t.iterrows(), words)
+                if w.endswith("holds")]
+        rest = [w for w in words if not w.endswith("holds")]
+        tail = (f"{'the other ' if held else 'all '}{len(rest)}: "
+                f"{' / '.join(sorted(set(rest)))}") if rest else ""
+        parts.append(f"{head}: " + "; ".join(held + ([tail] if tail else [])))
+    return " | ".join(parts)
 
 
 def optimizer_charts(trials: pd.DataFrame, rounds: pd.DataFrame | None,
@@ -150,5 +210,6 @@ def optimizer_charts(trials: pd.DataFrame, rounds: pd.DataFrame | None,
                                  "optimizer (mean, 95% band over seeds)", "accuracy (%)"))
     drift = rounds.drop_duplicates(["trial_id", "round"])
     found.append(small_multiples(drift, "drift", keys, "client drift (Eq. 2) per optimizer "
-                                 "(mean, 95% band over seeds, cut at 0)", "drift", floor=0.0))
+                                 "(mean, 95% band over seeds, cut at 0; each panel its own y)",
+                                 "drift", floor=0.0, shared=False))
     return found

@@ -13,11 +13,14 @@ is loaded (and checked against its manifest, `analysis/study_folder.py`) before 
 drawn: one folder that is not whole (no `study.json`, or one that disagrees with its files), or a
 Parquet file that is not a study table, refuses the whole run with one line `error: ...` and exit
 code 2, and nothing is written: a regeneration never mixes figures of whole studies with none of
-a broken one. A figure whose study is not stored at all is skipped with one line.
+a broken one. A figure whose study is not stored at all is skipped with one line; where none of
+the chosen figures' studies is stored, the run is refused in one line before --out is made. A
+write that fails half-way (a disk that fills) is one line `error: --out=...: not written`.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,7 +28,8 @@ from typing import Callable
 
 from analysis.figures import drift_correction, fcl_paper, fcl_paper_tables, flocora
 from analysis.figures.files import Produced, save_data_csv
-from analysis.output_paths import unwritable_folder
+from analysis.output_paths import first_path_problem, unwritable_folder
+from analysis.study_folder import holds_study
 from analysis.study_tables import MissingStudy, SchemaError, Study, load_study
 from fcl.cli_args import EXIT_USAGE
 
@@ -40,6 +44,7 @@ class Figure:
     studies: tuple[str, ...]          # the first of these that is stored is used
     make: Callable[..., Produced]
     what: str
+    refs: tuple[str, ...] = ()        # also drawn from where stored (FLoCoRA's FedAvg baseline)
 
 
 FIGURES: dict[str, Figure] = {
@@ -57,14 +62,16 @@ FIGURES: dict[str, Figure] = {
     "fig5d": Figure(("noniid",), fcl_paper.fig5d, "FCL Fig. 5d: Dirichlet alpha"),
     "fig5e": Figure(("stragglers",), fcl_paper.fig5e, "FCL Fig. 5e: stragglers"),
     "table3": Figure(("optimizers",), fcl_paper_tables.table3, "FCL Table 3: optimizer x eta"),
-    "table4": Figure(("optimizers",), fcl_paper_tables.table4,
+    "table4": Figure(("fcl_methods", "optimizers"), fcl_paper_tables.table4,
                      "FCL Table 4: size and communication"),
     "flocora_fig2": Figure(("flocora_rank_alpha",), flocora.fig2_flocora,
                            "FLoCoRA Fig. 2: accuracy vs rank, alpha = 2r / 16r vs FedAvg"),
     "flocora_fig3": Figure(("flocora_quantization",), flocora.fig3_flocora,
-                           "FLoCoRA Fig. 3: accuracy over rounds, FP vs quantized"),
+                           "FLoCoRA Fig. 3: accuracy over rounds, FedAvg vs FP vs quantized",
+                           ("flocora_rank_alpha",)),
     "flocora_table3": Figure(("flocora_quantization",), flocora.table_iii_flocora,
-                             "FLoCoRA Table III: TCC and accuracy per bit width"),
+                             "FLoCoRA Table III: TCC against FedAvg and accuracy per bit width",
+                             ("flocora_rank_alpha",)),
     "drift_correction": Figure(("drift_correction",), drift_correction.drift_correction,
                                "Beyond the papers: FedProx / SCAFFOLD / FedAdam, ACC and BWT_f"),
 }
@@ -77,7 +84,8 @@ def load_studies(results: Path | list[Path], names: list[str]
     SchemaError (the run is refused before anything is drawn)."""
     folders = [results] if isinstance(results, Path) else list(results)
     loaded: dict[str, Study | MissingStudy] = {}
-    for study_name in dict.fromkeys(s for name in names for s in FIGURES[name].studies):
+    wanted = (s for name in names for s in (*FIGURES[name].studies, *FIGURES[name].refs))
+    for study_name in dict.fromkeys(wanted):
         missing = []
         for folder in folders:
             try:
@@ -102,7 +110,8 @@ def make_figure(name: str, results: Path | list[Path], out: Path,
         if isinstance(study, MissingStudy):
             notices.append(str(study))
             continue
-        produced = figure.make(study, out)
+        refs = {r: loaded[r] for r in figure.refs if isinstance(loaded[r], Study)}
+        produced = figure.make(study, out, refs=refs) if figure.refs else figure.make(study, out)
         if not any(p.suffix == ".csv" for p in produced.paths):   # the numbers behind a plot
             produced = replace(produced, paths=[*produced.paths,
                                                 save_data_csv(produced.data, out, name)])
@@ -119,6 +128,23 @@ def no_study(results: list[Path]) -> str | None:
             "holding <study>/trials.parquet")
 
 
+def none_stored(names: list[str], results: list[Path], only: list[str] | None) -> str | None:
+    """None of the chosen figures' studies is stored in `results`: each was skipped, and '0 of
+    N written' exited 0 with an empty --out; one line naming the figures whose study is there."""
+    def stored(name: str) -> bool:
+        return any(holds_study(r / s) for r in results for s in FIGURES[name].studies)
+    if any(stored(n) for n in names):
+        return None
+    folders = " ".join(map(str, results))
+    if only:
+        here = [n for n in FIGURES if stored(n)]
+        return (f"--only={' '.join(only)}: no stored study for any of them in --results="
+                f"{folders}; allowed: {', '.join(here) or 'none (no study a figure reads)'}")
+    wanted = dict.fromkeys(s for f in FIGURES.values() for s in f.studies)
+    return (f"--results={folders}: no study any figure reads; allowed: folders holding one of "
+            + ", ".join(wanted))
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m analysis figures") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                 epilog="figures: " + ", ".join(FIGURES))
@@ -128,19 +154,26 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
                    help="folders with <study>/trials.parquet, each study read from the first "
                         "that has it (default: results-pretrained results, as figures/ is "
                         "drawn)")
-    p.add_argument("--out", type=Path, default=Path("figures"),
+    p.add_argument("--out", default="figures",      # text: Path('') would be '.'
                    help="where PNG/PDF/Markdown/CSV go (default: figures/)")
     args = p.parse_args(argv)
     names = args.only or list(FIGURES)
     if args.results is None:
         args.results = [p for p in DEFAULT_RESULTS if p.is_dir()] or [Path("results")]
-    problem = next((f"--results={r}: not a folder" for r in args.results if not r.is_dir()),
-                   None) or no_study(args.results) or unwritable_folder(args.out, "--out")
+    existed = os.path.exists(args.out)
+    problem = first_path_problem(args.results, "--results") or next(
+        (f"--results={r}: not a folder" for r in args.results if not r.is_dir()), None) \
+        or no_study(args.results) or none_stored(names, args.results, args.only) \
+        or unwritable_folder(args.out, "--out")
+    made_out = problem is None and not existed
+    args.out = Path(args.out)
     if problem is None:
         try:
             loaded = load_studies(args.results, names)
         except SchemaError as bad:
             problem = str(bad)
+            if made_out and not any(args.out.iterdir()):
+                args.out.rmdir()              # a refused study leaves no empty --out behind
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -153,6 +186,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis figures"
             continue
         except SchemaError as bad:            # a column a figure needs is not there
             print(f"error: {bad}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as exc:                # a full or read-only disk: the temp file is gone
+            print(f"error: --out={args.out}: not written ({exc.strerror or type(exc).__name__})",
+                  file=sys.stderr)
             return EXIT_USAGE
         made += 1
         print(f"{name:<15} {study.name:<24} " + " ".join(str(p) for p in produced.paths)

@@ -29,6 +29,14 @@ def draw_band(ax: plt.Axes, stats: pd.DataFrame, x: str, label: str,
     ax.fill_between(xs, low, high, color=handle.get_color(), alpha=0.2, linewidth=0)
 
 
+def clip_axis(ax: plt.Axes, bounds: tuple[float, float] | None) -> None:
+    """The y axis kept inside the values the metric can take (no 0-100 accuracy axis runs to
+    125 because an interval or a margin passes 100)."""
+    if bounds is not None:
+        low, high = ax.get_ylim()
+        ax.set_ylim(max(low, bounds[0]), min(high, bounds[1]))
+
+
 def curve_stats(df: pd.DataFrame, lines: list[str], value: str) -> dict[tuple, pd.DataFrame]:
     """{line key: seed summary over rounds} for each combination of the `lines` settings."""
     stats = seed_summary(df, [*lines, "round"], value)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.figures.files import Produced, markdown_table, save_figure, save_table
-from analysis.labels import DRIFT_ORDERS, ORDER_LABELS
+from analysis.labels import DRIFT_ORDERS, ORDER_LABELS, over_seeds
 from analysis.methods import METHOD_KEYS, METRICS, method_order, method_stats, with_methods
 from analysis.study_tables import Study
 
@@ -43,10 +43,10 @@ def drift_correction(study: Study, out: Path) -> Produced:
             ax.axhline(0, color="black", linewidth=0.6)
             ax.set(ylabel=ylabel, title=f"{ylabel.split(' ')[0]}{' — ' + ptitle if ptitle else ''}")
             ax.legend(fontsize=8)
-    fig.suptitle("Drift correction: client (FedProx, SCAFFOLD) vs server (FedAdam) vs both "
-                 "(mean, 95% CI over seeds)")
-    fig.tight_layout()
     data = pd.concat(summaries, ignore_index=True)
+    fig.suptitle("Drift correction: client (FedProx, SCAFFOLD) vs server (FedAdam) vs both "
+                 f"({over_seeds(data['n'], 'and 95% CI')})")
+    fig.tight_layout()
     paths = save_figure(fig, out, "drift_correction", study.provenance)
     paths += save_table(data, _markdown(data), out, "drift_correction_table",
                         study.provenance)

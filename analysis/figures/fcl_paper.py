@@ -2,8 +2,10 @@
 
 Every function takes a `Study` and an output folder, writes `<name>.png` and `<name>.pdf`, and
 returns `Produced` with the seed summary it drew. Seeds are aggregated as mean with a 95% band
-(curves, bars) or mean +- std (heatmap cells). A setting that varies in the study but is not one
-of the figure's axes (say `server.tau`, or the data set) gets its own panel, never an average.
+(curves, bars) or mean +- std (heatmap cells); with one seed, the mean alone. Axes stay inside
+the values a metric can take (accuracy 0-100, cosine distance from 0). A setting that varies in
+the study but is not one of the figure's axes (say `server.tau`, or the data set) gets its own
+panel, never an average.
 
 How the paper is read:
 - Fig. 3a "task-wise accuracy": each task's accuracy after the last round, per task order.
@@ -16,24 +18,24 @@ How the paper is read:
 - Fig. 5: the caption and the text disagree on which of (a)/(b) is which; we follow the caption:
   5a = client x server learning rate, 5b = rounds x local epochs, 5c clients, 5d Dirichlet alpha
   (IID shown as alpha = inf, the limit), 5e straggler probability. ACC in a green map (darker is
-  higher); BWT_f in a red map coloured by the drop -BWT_f (darker is a larger drop, a cell with
-  no drop is white); cells always print the signed BWT_f.
+  higher); BWT_f in a red-blue map centred at 0 (red: a drop, blue: a gain); each metric's colour
+  scale is one for the whole figure and never narrower than a cell's 95% interval
+  (`analysis/figures/heatmaps.py`).
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from analysis.figures.curves import (VALUE_RANGE, curve_stats, draw_band, panels,
+from analysis.figures.curves import (VALUE_RANGE, clip_axis, curve_stats, draw_band, panels,
                                      phase_boundaries, single_value, tag)
 from analysis.figures.files import Produced, save_figure
-from analysis.labels import FCL_ORDERS, OPTIMIZER_LABELS, ORDER_LABELS
+from analysis.figures.heatmaps import heatmaps
+from analysis.labels import FCL_ORDERS, OPTIMIZER_LABELS, ORDER_LABELS, over_seeds
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import Study, fmt_value, require
 
@@ -42,7 +44,8 @@ TRACKED_TASK = 0
 
 # --- Fig. 3 ------------------------------------------------------------------------------------
 def fig3a(study: Study, out: Path) -> Produced:
-    """Task-wise accuracy after the last round, one bar per task order, per task."""
+    """Task-wise accuracy after the last round, one bar per task order, per task; the y axis is
+    accuracy's 0-100 and each bar's 95% interval is cut to it."""
     rounds = study.need_rounds("fig3a")
     require(rounds, ("schedule.order", "rounds"), f"fig3a: {study.folder}/rounds.parquet")
     last = rounds[rounds["round"] == rounds["rounds"] - 1]
@@ -58,16 +61,24 @@ def fig3a(study: Study, out: Path) -> Produced:
         for i, order in enumerate(orders):
             s = stats[stats["schedule.order"] == order].set_index("task").reindex(tasks)
             ax.bar(np.arange(len(tasks)) + (i - (len(orders) - 1) / 2) * width, s["mean"],
-                   width, yerr=s["ci95"].fillna(0), capsize=2,
+                   width, yerr=_inside(s, VALUE_RANGE["accuracy"]), capsize=2,
                    label=ORDER_LABELS.get(order, order))
         ax.set_xticks(np.arange(len(tasks)), [f"T{t}" for t in tasks])
         ax.set(xlabel="task", ylabel="accuracy after the last round (%)", title=title)
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.15)           # room above the bars for the legend
-        ax.legend(fontsize=8, ncol=len(orders), loc="upper center")
+        ax.set_ylim(*VALUE_RANGE["accuracy"])
         summaries.append(tag(stats, title))
-    fig.suptitle("Fig. 3a: task-wise accuracy per task order (mean, 95% CI over seeds)")
+    axs[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    data = pd.concat(summaries, ignore_index=True)
+    fig.suptitle("Fig. 3a: task-wise accuracy per task order "
+                 f"({over_seeds(data['n'], 'and 95% CI')})")
     paths = save_figure(fig, out, "fig3a", study.provenance)
-    return Produced(paths, pd.concat(summaries, ignore_index=True))
+    return Produced(paths, data)
+
+
+def _inside(s: pd.DataFrame, bounds: tuple[float, float]) -> np.ndarray:
+    """Error bars (below, above) of mean +- ci95, cut to `bounds` (none for one seed)."""
+    mean, ci = s["mean"].to_numpy(float), np.nan_to_num(s["ci95"].to_numpy(float))
+    return np.vstack([mean - np.clip(mean - ci, *bounds), np.clip(mean + ci, *bounds) - mean])
 
 
 def fig3b(study: Study, out: Path) -> Produced:
@@ -79,7 +90,7 @@ def fig3b(study: Study, out: Path) -> Produced:
                  .agg({"cos_head": "mean", **{c: "first" for c in settings}}).reset_index())
     return _round_lines(study, per_round, out, "fig3b", "cos_head", ["schedule.order"],
                         "cosine distance of the heads",
-                        "Fig. 3b: client drift per task order (mean, 95% band over seeds)",
+                        "Fig. 3b: client drift per task order",
                         lambda k: ORDER_LABELS.get(k[0], k[0]), evaluated_only=False)
 
 
@@ -100,7 +111,7 @@ def fig4a(study: Study, out: Path) -> Produced:
     require(rounds, ("server.optimizer", "server.lr"), f"fig4a: {study.folder}/rounds.parquet")
     return _round_lines(study, _fedsgd_vs_fedadam(rounds), out, "fig4a", "accuracy",
                         ["server.optimizer", "server.lr"], f"accuracy of task {TRACKED_TASK} (%)",
-                        f"Fig. 4a: task {TRACKED_TASK} over rounds ({study.name}; mean, 95% band)",
+                        f"Fig. 4a: task {TRACKED_TASK} over rounds ({study.name})",
                         _opt_label, evaluated_only=True)
 
 
@@ -112,7 +123,7 @@ def fig4b(study: Study, out: Path) -> Produced:
     return _round_lines(study, _fedsgd_vs_fedadam(rounds), out, "fig4b", "cos_head",
                         ["server.optimizer", "server.lr"],
                         f"cosine distance, task {TRACKED_TASK} head",
-                        f"Fig. 4b: drift spikes ({study.name}; mean, 95% band)",
+                        f"Fig. 4b: drift spikes ({study.name})",
                         _opt_label, evaluated_only=True)
 
 
@@ -137,92 +148,29 @@ def _round_lines(study: Study, df: pd.DataFrame, out: Path, name: str, value: st
             draw_band(ax, stats, "round", label(key), bounds=VALUE_RANGE.get(value))
             summaries.append(tag(stats, title))
         phase_boundaries(ax, single_value(sub, "rounds"), single_value(sub, "data.num_tasks"))
+        clip_axis(ax, VALUE_RANGE.get(value))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="round", ylabel=ylabel, title=title)
         ax.legend(fontsize=8)
-    fig.suptitle(suptitle)
+    data = pd.concat(summaries, ignore_index=True)
+    fig.suptitle(f"{suptitle} ({over_seeds(data['n'], 'and 95% band')})")
     paths = save_figure(fig, out, name, study.provenance)
-    return Produced(paths, pd.concat(summaries, ignore_index=True))
+    return Produced(paths, data)
 
 
 # --- Fig. 5 ------------------------------------------------------------------------------------
-def _heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: str,
-              rows: str | None, title: str, col_order=None, col_labels=None) -> Produced:
-    axes = tuple(a for a in (rows, cols) if a)
-    require(trials, (*axes, "acc", "bwt_f"), f"{name}: trials.parquet")
-    facets = study.facets(trials, axes)
-    ncols = trials[cols].nunique()
-    w = max(3.0, 1.2 * ncols + 1.5)
-    fig, axs = plt.subplots(len(facets), 2, figsize=(2 * w, 0.9 * (
-        trials[rows].nunique() if rows else 1) * len(facets) + 1.8 * len(facets)), squeeze=False)
-    drawn, summaries, any_diverged = {}, [], False
-    for i, (ptitle, df) in enumerate(facets):
-        for j, (metric, label) in enumerate((("acc", "ACC (%)"), ("bwt_f", "BWT_f (points)"))):
-            stats = seed_summary(df, list(axes), metric)
-            mean = _grid(stats, rows, cols, "mean", col_order)
-            std = _grid(stats, rows, cols, "std", col_order)
-            blown = _diverged_grid(df, axes, rows, cols, col_order, mean)
-            annot = np.vectorize(lambda m, s, n: "" if math.isnan(m) else (
-                f"{m:.2f}" if math.isnan(s) else f"{m:.2f}\n±{s:.2f}") + (
-                f"\n{n:.0f} diverged" if n > 0 else ""))(mean.to_numpy(float),
-                                                         std.to_numpy(float), blown)
-            any_diverged = any_diverged or bool((blown > 0).any())
-            if metric == "acc":      # green: darker is higher accuracy
-                colour, style = mean, dict(cmap="Greens", cbar_kws={"label": "ACC"})
-            else:                    # red: darker is a larger drop; no drop (>= 0) is white
-                colour = (-mean).clip(lower=0)
-                worst = float(np.nanmax(colour.to_numpy(float), initial=0.0))
-                style = dict(cmap="Reds", vmin=0, vmax=worst if worst > 0 else 1.0,
-                             cbar_kws={"label": "drop (-BWT_f)"})
-            sns.heatmap(colour.rename(columns=col_labels or {}), annot=annot, fmt="", ax=axs[i][j],
-                        linewidths=0.5, annot_kws={"fontsize": 8}, **style)
-            axs[i][j].set(title=f"{label}{' — ' + ptitle if ptitle else ''}", xlabel=cols,
-                          ylabel=rows or "")
-            if rows is None:
-                axs[i][j].set_yticks([])
-            drawn[f"{ptitle}|{metric}" if ptitle else metric] = mean
-            summaries.append(tag(stats.assign(metric=metric), ptitle))
-    diverged_note = "; 'N diverged': seeds whose run diverged" if any_diverged else ""
-    fig.suptitle(f"{title} (cells: mean ± std over seeds{diverged_note})")
-    fig.tight_layout()
-    paths = save_figure(fig, out, name, study.provenance)
-    return Produced(paths, pd.concat(summaries, ignore_index=True), drawn)
-
-
-def _diverged_grid(df: pd.DataFrame, axes: tuple, rows: str | None, cols: str, col_order,
-                   like: pd.DataFrame) -> np.ndarray:
-    """Per heatmap cell, how many of its seeds diverged (`diverged` in trials.parquet; results
-    stored before the flag count none), shaped as `like`."""
-    if "diverged" not in df:
-        return np.zeros(like.shape)
-    counts = (df.assign(n=df["diverged"].fillna(False).astype(bool).astype(float))
-              .groupby(list(axes), dropna=False)["n"].sum().reset_index())
-    return _grid(counts, rows, cols, "n", col_order).reindex_like(like).fillna(0).to_numpy(float)
-
-
-def _grid(stats: pd.DataFrame, rows: str | None, cols: str, value: str, col_order) -> pd.DataFrame:
-    if rows is None:
-        grid = stats.set_index(cols)[[value]].T
-        grid.index = [""]
-    else:
-        grid = stats.pivot(index=rows, columns=cols, values=value)
-    if col_order is not None:
-        grid = grid[[c for c in col_order if c in grid.columns]]
-    return grid
-
-
 def fig5a(study: Study, out: Path) -> Produced:
-    return _heatmaps(study, study.trials, out, "fig5a", "client.lr", "server.lr",
+    return heatmaps(study, study.trials, out, "fig5a", "client.lr", "server.lr",
                      "Fig. 5a: client x server learning rate")
 
 
 def fig5b(study: Study, out: Path) -> Produced:
-    return _heatmaps(study, study.trials, out, "fig5b", "client.local_epochs", "rounds",
+    return heatmaps(study, study.trials, out, "fig5b", "client.local_epochs", "rounds",
                      "Fig. 5b: rounds x local epochs")
 
 
 def fig5c(study: Study, out: Path) -> Produced:
-    return _heatmaps(study, study.trials, out, "fig5c", "data.num_clients", None,
+    return heatmaps(study, study.trials, out, "fig5c", "data.num_clients", None,
                      "Fig. 5c: number of clients")
 
 
@@ -235,11 +183,11 @@ def fig5d(study: Study, out: Path) -> Produced:
         trials["data.alpha"] = trials["data.alpha"].astype(float).where(~iid, math.inf)
         trials = trials.drop(columns="data.partition")
     order = sorted(trials["data.alpha"].unique(), reverse=True)
-    return _heatmaps(study, trials, out, "fig5d", "data.alpha", None,
+    return heatmaps(study, trials, out, "fig5d", "data.alpha", None,
                      "Fig. 5d: non-IID (Dirichlet alpha; inf = IID)", col_order=order,
                      col_labels={math.inf: "iid"})
 
 
 def fig5e(study: Study, out: Path) -> Produced:
-    return _heatmaps(study, study.trials, out, "fig5e", "participation.straggler_prob", None,
+    return heatmaps(study, study.trials, out, "fig5e", "participation.straggler_prob", None,
                      "Fig. 5e: straggler probability")

@@ -18,10 +18,12 @@ from fcl.atomic_file import atomic_path
 @dataclass(frozen=True)
 class Produced:
     """What a figure/table function wrote, and the numbers it drew (for tests and notes):
-    `data` is the tidy seed summary, `panels` the matrices or series actually plotted."""
+    `data` is the tidy seed summary, `panels` the matrices or series actually plotted,
+    `scales` each colour scale's (vmin, vmax) by metric."""
     paths: list[Path]
     data: pd.DataFrame
     panels: dict[str, pd.DataFrame] = field(default_factory=dict)
+    scales: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _atomic(path: Path, write) -> Path:
@@ -103,3 +105,4 @@ def mean_pm(mean: float, std: float, digits: int = 2) -> str:
     if std is None or (isinstance(std, float) and math.isnan(std)):
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
+

@@ -1,0 +1,67 @@
+"""FLoCoRA's claims (FLoCoRA: Federated Learning Compression with Low-Rank Adaptation), as data:
+the same-seed comparisons of `flocora_rank_alpha` (Fig. 2: rank r x alpha in {2r, 16r} against
+full-model FedAvg), `flocora_quantization` (Table III / Fig. 3: messages at 32 / 8 / 4 / 2
+bits; the paper's `compression.payload=values`) and `flocora_layers` (Table II: which layers
+train beside the adapters), and the claims no stored study can test.
+
+"Within X points" is one-sided, as the paper states it (a drop of less than X): the claim holds
+where the whole interval of the difference lies above -X.
+"""
+from __future__ import annotations
+
+from analysis.claims.judging import Claim, Untested, c
+
+VALUES = {"compression.payload": "values"}
+
+
+def _lora(rank: int, alpha: int) -> dict[str, str]:
+    return {"model.adapter": "lora", "model.lora_rank": str(rank), "model.lora_alpha": str(alpha)}
+
+
+def _bits(b: int) -> dict[str, str]:
+    return {"compression.bits": str(b)}
+
+
+def _layers(on_head: bool, norms: bool) -> dict[str, str]:
+    """Table II's rows: "Vanilla" is (True, False), "+ Norm. Layers" (True, True), "+ Final FC"
+    (False, True)."""
+    return {"model.lora_on_head": str(on_head).lower(),
+            "model.lora_train_norms": str(norms).lower()}
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("FLoCoRA Fig. 2: alpha = 16r beats alpha = 2r", "flocora_rank_alpha", "FLoCoRA",
+          "raising alpha from 2r to 16r improves accuracy, by up to 4.4%",
+          tuple(c(f"r {r}: 16r - 2r", "acc", _lora(r, 16 * r), _lora(r, 2 * r))
+                for r in (8, 16, 32, 64))),
+    Claim("FLoCoRA Fig. 2: LoRA r = 32 (alpha 512) within 1 point of FedAvg",
+          "flocora_rank_alpha", "FLoCoRA",
+          "an accuracy drop of less than 1% against the full model, 4.8x smaller messages",
+          (c("LoRA r 32 - FedAvg", "acc", _lora(32, 512), {"model.adapter": "full"},
+             bound=-1.0),)),
+    Claim("FLoCoRA Table III: 8-bit within 2 points of full precision", "flocora_quantization",
+          "FLoCoRA", "the quantized versions degrade, 2% for 8-bit",
+          (c("8-bit - FP", "acc", _bits(8), _bits(32), bound=-2.0),), VALUES),
+    Claim("FLoCoRA Table III: 4 and 2 bits degrade further", "flocora_quantization", "FLoCoRA",
+          "fewer bits, lower accuracy",
+          (c("4-bit - 8-bit", "acc", _bits(4), _bits(8), sign=-1),
+           c("2-bit - 4-bit", "acc", _bits(2), _bits(4), sign=-1)), VALUES),
+    Claim("FLoCoRA Table II: training the norm layers and the final FC helps", "flocora_layers",
+          "FLoCoRA", "Vanilla < + norm layers < + final FC (r 32, alpha 512)",
+          (c("+ norm layers - vanilla", "acc", _layers(True, True), _layers(True, False)),
+           c("+ final FC - + norm layers", "acc", _layers(False, True), _layers(True, True)))),
+)
+
+UNTESTED: tuple[Untested, ...] = (
+    Untested("FLoCoRA Fig. 2: r = 128 beats FedAvg by 2 points", "FLoCoRA",
+             "+2% at r = 128 (ResNet-8)",
+             "`flocora_rank_alpha` with rank 128 in its grid (it stops at 64)"),
+    Untested("FLoCoRA Fig. 3: 8-bit converges as fast as full precision", "FLoCoRA",
+             "convergence time of FP and 8-bit not affected",
+             "`flocora_quantization` evaluated every round (`eval.every=1`; stored: every 5) "
+             "and a rounds-to-accuracy value"),
+    Untested("FLoCoRA Table IV: less degradation than ZeroFL and magnitude pruning", "FLoCoRA",
+             "ResNet-18, LDA 1.0, 700 rounds: 18.6-63.9x smaller at 4% loss",
+             "`flocora_compare` stored in the calibrated FLoCoRA regime, with the pairs of "
+             "matched message size read from its bytes (not stored yet)"),
+)
