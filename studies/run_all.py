@@ -22,8 +22,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 STUDIES = ("optimizers", "ablation_lr", "ablation_rounds_epochs", "scalability", "noniid",
-           "stragglers", "task_order", "drift_correction", "flocora_rank_alpha",
-           "flocora_quantization", "search")
+           "stragglers", "task_order", "drift_correction", "fcl_methods", "flocora_rank_alpha",
+           "flocora_quantization", "flocora_layers", "flocora_compare", "search")
 EXTRA = {"search": ["--scheduler", "asha"]}     # a search is the one study ASHA may stop early
 
 

@@ -26,6 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+from fcl.cli_args import parse_sets
+from fcl.config import ConfigError
+
 REPO = Path(__file__).resolve().parents[2]
 # FedAdam keeps the preset's server.lr and server.tau (cifar10-local: 0.5 and 0.1)
 OPTIMIZERS = {"FedSGD eta 1": {"server.optimizer": "fedsgd", "server.lr": 1.0},
@@ -36,15 +39,16 @@ DROP = 5.0          # points: a drop at a boundary larger than this counts
 def one_run(job: tuple[str, str, str, int, str]) -> dict:
     """One FCL run; what the table needs from it (plain values, to cross processes)."""
     import fcl
-    backbone, weights, optimizer, seed, preset = job
+    backbone, weights, optimizer, seed, preset, sets = job
     t0 = time.perf_counter()
-    res = fcl.run(preset, {**OPTIMIZERS[optimizer], "model.weights": weights, "seed": seed,
-                           "run.threads": 1})
+    res = fcl.run(preset, {**sets, **OPTIMIZERS[optimizer], "model.weights": weights,
+                           "seed": seed, "run.threads": 1})
     first = [math.inf] * res.accuracy.shape[0]
     for t in res.task_records:
         if t.reports > 0:
             first[t.task] = min(first[t.task], t.round)
-    return {"backbone": backbone, "weights": weights, "optimizer": optimizer, "seed": seed,
+    regime = " ".join(f"{k}={v}" for k, v in sets.items())
+    return {"backbone": f"{backbone} {regime}".strip(), "weights": weights, "optimizer": optimizer, "seed": seed,
             "acc": res.summary.acc, "bwt_f": res.summary.bwt_f,
             "final": res.accuracy[:, -1].tolist(), "accuracy": res.accuracy.tolist(),
             "first_update": first, "q": res.config.rounds_per_phase,
@@ -72,9 +76,10 @@ def mean_sd(values: list[float], fmt: str = ".1f") -> str:
 
 
 def table(rows: list[dict]) -> str:
-    """The calibration table, Markdown, one line per backbone."""
+    """The calibration table, Markdown, one line per candidate (backbone and `--set`s)."""
     names = list(dict.fromkeys(r["backbone"] for r in rows))
-    head = ["backbone", *(f"ACC {o}" for o in OPTIMIZERS), "FedAdam - FedSGD (same seed)",
+    head = ["candidate", *(f"ACC {o}" for o in OPTIMIZERS), *(f"BWT_f {o}" for o in OPTIMIZERS),
+            "FedAdam - FedSGD (same seed)",
             f"BWT_f terms < -{DROP:g}", "boundaries with one", "best task (final)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in names:
@@ -85,6 +90,7 @@ def table(rows: list[dict]) -> str:
         agree = max(sum(g > 0 for g in gaps), sum(g < 0 for g in gaps))
         d, t, h, b = (sum(x) for x in zip(*(boundary_drops(r) for r in mine)))
         cells = [name, *(mean_sd([r["acc"] for r in by[o].values()]) for o in OPTIMIZERS),
+                 *(mean_sd([r["bwt_f"] for r in by[o].values()], "+.2f") for o in OPTIMIZERS),
                  f"{mean_sd(gaps, '+.1f')} ({agree}/{len(gaps)} seeds same sign)",
                  f"{d}/{t} = {d / max(t, 1):.2f}", f"{h}/{b} = {h / max(b, 1):.2f}",
                  mean_sd([max(r["final"]) for r in mine])]
@@ -111,24 +117,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backbone", action="append", metavar="NAME=FILE.pt",
                    help="a pretrained candidate (repeatable; default: every fcl/weights/*.pt)")
     p.add_argument("--preset", default="cifar10-local", help="run preset (random backbone)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config key every run of this call overrides (repeatable), e.g. "
+                        "rounds=50: a candidate regime; the table names it beside the backbone")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..S-1 (default 3)")
     p.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
     p.add_argument("--json", metavar="FILE", help="also write every run's row to FILE (JSON)")
-    p.add_argument("--table-from", metavar="FILE",
-                   help="print the table of the rows a --json run wrote, running nothing")
+    p.add_argument("--table-from", metavar="FILE", nargs="+",
+                   help="print the table of the rows --json runs wrote (one table over all "
+                        "files given), running nothing")
     args = p.parse_args(argv)
     if args.table_from:
-        print(table(json.loads(Path(args.table_from).read_text())))
+        print(table([r for f in args.table_from for r in json.loads(Path(f).read_text())]))
         return 0
     if args.seeds < 1 or args.jobs < 1:
         print(f"error: --seeds={args.seeds} --jobs={args.jobs}: allowed: >= 1", file=sys.stderr)
         return 2
     try:
         named = backbones(args)
-    except SystemExit as e:
+        sets = parse_sets(args.set)
+    except (SystemExit, ConfigError) as e:
         print(e, file=sys.stderr)
         return 2
-    jobs = [(n, w, o, s, args.preset) for n, w in named.items() for o in OPTIMIZERS
+    jobs = [(n, w, o, s, args.preset, sets) for n, w in named.items() for o in OPTIMIZERS
             for s in range(args.seeds)]
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
@@ -138,14 +149,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{len(rows)}/{len(jobs)}] {row['backbone']} {row['optimizer']} seed "
                   f"{row['seed']}: ACC {row['acc']:.2f} ({row['wall_s']:.0f} s)",
                   file=sys.stderr, flush=True)
-    rows.sort(key=lambda r: (list(named).index(r["backbone"]), r["optimizer"], r["seed"]))
+    rows.sort(key=lambda r: (list(named).index(r["backbone"].split(" ")[0]), r["optimizer"],
+                             r["seed"]))
+    if args.json:             # first: the runs' rows are the costly part
+        from fcl.atomic_file import write_bytes_atomic
+        write_bytes_atomic(json.dumps(rows, indent=1).encode(), args.json)
     print(table(rows))
     print("\n" + "; ".join(sorted({f"{r['optimizer']}: {r['server']}" for r in rows})))
     print(f"\n{len(rows)} runs of preset {args.preset}, seeds 0..{args.seeds - 1}, {args.jobs} at "
           f"a time: {(time.perf_counter() - t0) / 60:.1f} min")
-    if args.json:
-        from fcl.atomic_file import write_bytes_atomic
-        write_bytes_atomic(json.dumps(rows, indent=1).encode(), args.json)
     return 0
 
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A Ray cluster on one machine that behaves like three: a head and two workers, each in its own
 # network namespace with its own IP (iproute2 + a bridge; needs root), each `ray start` with its
-# own --temp-dir. It runs one grid (stragglers), one search (search, 3 draws) and one FLoCoRA
+# own --temp-dir and its own home (its own ~/.ray), started with the commands of
+# docs/clusters.md: `ray get-auth-token --generate` and `ray start --head --port 6379` on the
+# head, its token copied to each other node, `RAY_AUTH_MODE=token ray start --address HEAD:6379`
+# on each worker. It runs one grid (stragglers), one search (search, 3 draws) and one FLoCoRA
 # study (flocora_quantization) at --preset smoke from a driver on the head, then the faults
 # that a user meets on a cluster, each with its exit code; a summary line per step goes to
 # $WORK/summary.txt. Everything it started is stopped by PID at the end (never
@@ -13,7 +16,10 @@
 # Steps (STEPS, default all): grid search flocora faults storage; also: compare (the grid run
 # locally, rows compared with the cluster's), loss (both workers stopped mid-study, then back
 # and --resume; needs HEAD_CPUS=0, the usual lab head), client (a driver on Ray Client from a
-# machine that is not a node and cannot see --storage; needs `ray[client]`).
+# machine that is not a node and cannot see --storage; needs `ray[client]`), job (`ray job
+# submit` from a machine that is not a node, as docs/clusters.md says; needs `ray[default]`; PY
+# then names a Python that has them; client and job in separate runs: with the dashboard on,
+# the head's Ray Client server failed to start its per-client server in the namespaces).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$REPO/.venv/bin/python}
@@ -27,13 +33,14 @@ RESULTS=$WORK/results STORAGE=$WORK/tune      # one filesystem: every namespace 
 SUMMARY=$WORK/summary.txt
 : >"$SUMMARY"
 
-ns() { ip netns exec "fcl-$1" "${@:2}"; }
+ns() { ip netns exec "fcl-$1" env HOME="$WORK/home-$1" "${@:2}"; }   # its own machine
 
 net_up() (                 # a bridge in this namespace, a veth into each node's namespace
   set -e
   ip link add $BR type bridge && ip addr add $NET.1/24 dev $BR && ip link set $BR up
   local i=10
   for n in head w1 w2 drv; do
+    mkdir -p "$WORK/home-$n"
     ip netns add "fcl-$n"
     ip link add "v-$n" type veth peer name eth0 netns "fcl-$n"
     ip link set "v-$n" master $BR up
@@ -57,22 +64,35 @@ start_node() {             # start_node NAME IP [wrapper...]: ray start in that 
   local args=(--node-ip-address "$ip" --num-cpus "$cpus" --temp-dir "$WORK/ray-$name"
               --disable-usage-stats)
   if [ "$name" = head ]; then
-    args+=(--head --port $PORT --include-dashboard false)
-    case " $STEPS " in *" client "*) args+=(--ray-client-server-port 10001) ;; esac   # ray[client]
-  else
-    args+=(--address "$HEAD:$PORT")
+    case " $STEPS " in *" client "*) args+=(--ray-client-server-port 10001) ;; esac # ray[client]
+    case " $STEPS " in                                                              # ray[default]
+      *" job "*) args+=(--dashboard-host 0.0.0.0) ;;
+      *) args+=(--include-dashboard false) ;;
+    esac
   fi
-  # the CLI sends the head's token (~/.ray/auth_token) only with RAY_AUTH_MODE=token
-  ns "$name" "$@" env RAY_ADDRESS= RAY_AUTH_MODE=token "$RAY" start "${args[@]}" \
-    >"$WORK/start-$name.log" 2>&1
+  # a job's `python` is the one of this venv
+  local run=(env RAY_ADDRESS= PATH="$(dirname "$PY"):$PATH")
+  if [ "$name" = head ]; then     # Ray 2.60 turns token auth on only where a token exists
+    ns head "${run[@]}" "$RAY" get-auth-token --generate >"$WORK/token-head.log" 2>&1 &&
+    ns head "$@" "${run[@]}" "$RAY" start --head --port $PORT "${args[@]}" \
+      >"$WORK/start-head.log" 2>&1 &&
+    for n in w1 w2 drv; do     # the head's token, copied to each other machine
+      mkdir -p "$WORK/home-$n/.ray" && cp "$WORK/home-head/.ray/auth_token" "$WORK/home-$n/.ray/"
+    done
+  else                            # the CLI sends the token only with RAY_AUTH_MODE=token
+    ns "$name" "$@" "${run[@]}" RAY_AUTH_MODE=token "$RAY" start --address $HEAD:$PORT \
+      "${args[@]}" >"$WORK/start-$name.log" 2>&1
+  fi
 }
 
 stop_node() {              # every process started with that node's temp dir, by PID
-  local pids
-  pids=$(pgrep -f -- "$WORK/ray-$1" || true)
+  local pids mine="$WORK/ray-$1"
+  # the head's Ray Client server does not name the temp dir
+  [ "$1" = head ] && mine="$mine|ray.util.client.server --address=$HEAD:$PORT"
+  pids=$(pgrep -f -- "$mine" || true)
   [ -n "$pids" ] && kill $pids 2>/dev/null
   sleep 2
-  pids=$(pgrep -f -- "$WORK/ray-$1" || true)
+  pids=$(pgrep -f -- "$mine" || true)
   [ -n "$pids" ] && kill -9 $pids 2>/dev/null
   return 0
 }
@@ -107,7 +127,8 @@ rows_at() {                # rows_at RESULTS [STUDY]: trials' rows by status, th
 import sys, pandas as pd
 t = pd.read_parquet(sys.argv[1])
 print(f"  {sys.argv[1].split('/')[-2]}: {len(t)} rows {t['status'].value_counts().to_dict()}, "
-      f"on nodes {t['node_ip'].value_counts().to_dict()}, fcl {sorted(set(t['fcl_version']))}")
+      f"on nodes {t['node_ip'].value_counts().to_dict()}, fcl {sorted(set(t['fcl_version']))} "
+      f"at {sorted(set(t['fcl_git']))}")
 EOF
 }
 
@@ -164,6 +185,14 @@ for s in $STEPS; do
         --address "ray://$HEAD:10001" --results "$WORK/client-results" \
         --storage "$STORAGE/client"
       rows_at "$WORK/client-results" ;;
+    job)                   # from the driver's namespace: a machine that is not a node
+      step job ns drv env RAY_ADDRESS= RAY_AUTH_MODE=token "$RAY" job submit \
+      --address http://$HEAD:8265 --working-dir . \
+      --runtime-env-json "{\"env_vars\": {\"FCL_GIT\": \"$(git describe --always --dirty)\"}}" -- \
+      python studies/stragglers.py --preset smoke --seeds 1 --results "$WORK/job-results"
+      rows_at "$WORK/job-results"
+      step job-without-auth-mode ns drv env RAY_ADDRESS= "$RAY" job submit \
+        --address http://$HEAD:8265 -- python -c pass ;;
     faults)
       step too-large driver studies/stragglers.py --cpus-per-trial 2 --fresh
       step not-a-node ns drv unshare --pid --fork --mount-proc env RAY_ADDRESS= \
