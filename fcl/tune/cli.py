@@ -143,6 +143,12 @@ def add_search_args(p: argparse.ArgumentParser, searcher: str | None) -> None:
     if searcher is not None:
         p.add_argument("--objective", default="acc", choices=("acc", "pareto"),
                        help="acc: maximise ACC; pareto: ACC vs bytes communicated")
+        p.add_argument("--optuna-storage", metavar="URL",
+                       help="where Optuna keeps the search: an RDB URL (sqlite:///PATH, "
+                            "postgresql://USER@HOST/DB, mysql://USER@HOST/DB) or a journal file "
+                            "(journal:///ABS/PATH/optuna.journal), which several drivers, or a "
+                            "driver that moves, can share; --resume reopens the one the study "
+                            "started on (default: sqlite:///RESULTS/optuna.db, one driver)")
 
 
 def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
@@ -164,6 +170,7 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
             command=shlex.join(["python", f"studies/{study.name}.py",
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),
+            optuna_storage=getattr(args, "optuna_storage", None),
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
         outcome = run_study(study, opts, table=args.tune_table)
     except (ConfigError, DataError) as e:

@@ -57,7 +57,7 @@ class StudyPlan:
             s.name, s.doc, s.searcher, o.preset, self.cfg, self.space,
             trial_seeds=self.trial_seeds, num_samples=o.num_samples, objective=o.objective,
             scheduler=schedulers.describe(self.scheduler, o.scheduler.reduction_factor),
-            command=o.command)
+            command=o.command, optuna_storage=o.optuna_storage)
 
 
 def base_config(study: Study, opts: StudyOptions) -> RunConfig:

@@ -54,6 +54,7 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
         if stale:
             print(f"took over the lock of a driver that is gone: {states.holder_line(stale)}",
                   file=sys.stderr)
+        opts = states.resolve_optuna_storage(study.name, study.searcher, opts)
         plan = plan_study(study, opts)
         if plan.address is None and not ray.is_initialized():   # before a local Ray starts
             plan.resources(cluster.local_resources(), False)
@@ -128,7 +129,8 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     the elapsed time; `record`: the whole study's manifest where Tune runs part of it."""
     states.enter(state, plan.opts, record or plan.manifest())
     if plan.study.searcher == "optuna":
-        print(f"optuna: {dashboard_command(plan.opts.results)}", file=out, flush=True)
+        print(f"optuna: {dashboard_command(plan.opts.results, plan.opts.optuna_storage)}",
+              file=out, flush=True)
     tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
     with progress.sigterm_as_ctrl_c() as terminated, progress.quiet_interrupt() as interrupted, \
             disk_full.watch(state.path) as full, progress.filtered_ray_logs(export.OneLineFailures()):

@@ -27,7 +27,7 @@ import contextlib
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Iterator
 
 import pyarrow.fs
@@ -40,7 +40,8 @@ from fcl.manifest import Manifest, ManifestError, manifest_differences, read_man
 from fcl.results_io import FILES
 from fcl.tune import disk_full
 from fcl.tune.extend import differs_in_seeds_only, seed_range, settings_diff
-from fcl.tune.searchers import (delete_optuna_study, optuna_study_exists, optuna_study_name,
+from fcl.tune.searchers import (FLAG as OPTUNA_FLAG, check_writable, delete_optuna_study,
+                                optuna_study_exists, optuna_study_name, parse_storage,
                                 storage_url)
 from fcl.tune.study import StudyOptions
 from fcl.tune.study_lock import hold, holder_line, lock_path  # noqa: F401  (callers' names)
@@ -69,6 +70,8 @@ def check_locations(opts: StudyOptions) -> None:
         raise ConfigError("--results", opts.results, "empty (the study would write into the "
                           "working directory)", "a folder path, e.g. results")
     check_name_lengths("--results", opts.results)
+    if opts.optuna_storage is not None:
+        parse_storage(opts.optuna_storage)
     if opts.storage is None:
         return
     if not opts.storage:
@@ -118,6 +121,29 @@ def storage_of(opts: StudyOptions) -> str:
     return storage if "://" in storage else os.path.abspath(storage)
 
 
+def resolve_optuna_storage(name: str, searcher: str | None, opts: StudyOptions) -> StudyOptions:
+    """`opts` with the Optuna storage a search uses (`--optuna-storage`, made absolute; on
+    `--resume`, the one its Tune state records when the flag is left out; else SQLite in the
+    results folder), checked writable before Ray starts; a grid's stays None."""
+    if searcher is None:
+        if opts.optuna_storage is not None:
+            raise ConfigError(OPTUNA_FLAG, opts.optuna_storage, f"study {name} is a grid; only "
+                              "a search keeps an Optuna study", f"no {OPTUNA_FLAG}")
+        return opts
+    given = parse_storage(opts.optuna_storage) if opts.optuna_storage is not None else None
+    recorded = None
+    if opts.resume and not opts.fresh:
+        recorded = (read_record(storage_of(opts).rstrip("/") + "/" + name) or {}
+                    ).get("optuna_storage")
+    if given is not None and recorded and given != recorded:
+        raise ConfigError(OPTUNA_FLAG, given, f"study {name} was started on {recorded}; "
+                          "--resume continues it there", f"{OPTUNA_FLAG} {recorded}, or the "
+                          "flag left out")
+    url = given or recorded or storage_url(opts.results)
+    check_writable(url)
+    return replace(opts, optuna_storage=url)
+
+
 def claim_state(name: str, opts: StudyOptions, searcher: str | None,
                 manifest: Manifest | None = None) -> TuneState:
     """Check (and with --fresh, discard) the study's earlier state; refuses a rerun of a study
@@ -126,7 +152,8 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
     guards. Needs no Ray running; the caller holds the study's lock."""
     storage = storage_of(opts)
     path = storage.rstrip("/") + "/" + name
-    state = TuneState(storage, path, tune.Tuner.can_restore(path), storage_url(opts.results),
+    state = TuneState(storage, path, tune.Tuner.can_restore(path),
+                      opts.optuna_storage or storage_url(opts.results),
                       optuna_study_name(name, opts.objective))
     stale_optuna = searcher == "optuna" and optuna_study_exists(state.optuna_url,
                                                                 state.optuna_name)

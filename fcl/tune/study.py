@@ -61,6 +61,7 @@ class StudyOptions:
     retry_errored: bool = False          # with resume: rerun trials that failed for good
     save_models: bool = False            # keep every finished row's model (fcl.tune.trial_models)
     command: str = ""                    # how the user ran it (the --resume hint, the manifest)
+    optuna_storage: str | None = None    # a search's Optuna storage URL (default RESULTS/optuna.db)
 
 
 @dataclass(frozen=True)

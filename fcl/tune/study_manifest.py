@@ -30,8 +30,8 @@ def space_seeds(space: Space, cfg: RunConfig, trial_seeds: int) -> tuple[int, ..
 
 def study_manifest(name: str, doc: str | None, searcher: str | None, preset: str,
                    cfg: RunConfig, space: Space, *, trial_seeds: int = 1, num_samples: int = 1,
-                   scheduler: str = "fifo", objective: str = "acc", command: str = ""
-                   ) -> Manifest:
+                   scheduler: str = "fifo", objective: str = "acc", command: str = "",
+                   optuna_storage: str | None = None) -> Manifest:
     """The manifest of study `name` run at `preset` from base config `cfg` over `space` (the
     space Tune ran: a grid's seeds are its `seed` axis)."""
     axes = space_axes(space)
@@ -40,4 +40,5 @@ def study_manifest(name: str, doc: str | None, searcher: str | None, preset: str
         base=cfg.to_flat(), doc=doc or "", searcher=searcher, objective=objective,
         varying=tuple(dict.fromkeys(k for keys in axes.values() for k in keys)), axes=axes,
         seeds=space_seeds(space, cfg, trial_seeds), trial_seeds=trial_seeds,
-        num_samples=num_samples, scheduler=scheduler, command=command, fcl_git=fcl_git())
+        num_samples=num_samples, scheduler=scheduler, command=command, fcl_git=fcl_git(),
+        optuna_storage=optuna_storage if searcher is not None else None)

@@ -40,7 +40,8 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
     search_alg, param_space = None, complete_variants(plan.space, plan.cfg)
     if plan.study.searcher == "optuna":
         search_alg = optuna_searcher(name, opts.objective, opts.results, plan.cfg.seed,
-                                     slots(res, opts.max_concurrent), plan.space)
+                                     slots(res, opts.max_concurrent), plan.space,
+                                     opts.optuna_storage)
         param_space = {}                     # the searcher's define-by-run space holds it all
     tune_config = tune.TuneConfig(num_samples=opts.num_samples, search_alg=search_alg,
                                   scheduler=plan.scheduler,
