@@ -1,6 +1,6 @@
 """A search's Optuna storage other than the default SQLite (`--optuna-storage`,
 `fcl.tune.searchers`): a journal file that several drivers share. A real small search on one,
-read back and resumed; two processes asking and telling on one journal at once, no trial lost;
+read back, resumed and joined by a second driver; two processes asking and telling on one journal at once, no trial lost;
 the searcher's pickled state reopening the journal; the one-line errors, before Ray starts."""
 import io
 import json
@@ -46,7 +46,8 @@ def trials_in(url: str, name: str) -> list:
 
 # ---- a real search on a journal, then --resume ------------------------------------------------
 
-def test_a_search_on_a_journal_lands_its_trials_there_and_resume_reopens_it(local_ray, tmp_path):
+def test_a_search_on_a_journal_lands_its_trials_there_resume_reopens_it_another_joins(
+        local_ray, tmp_path):
     url, results = journal(tmp_path), tmp_path / "results"
     study = Study("search", SPACE, searcher="optuna")
     out = io.StringIO()
@@ -73,6 +74,16 @@ def test_a_search_on_a_journal_lands_its_trials_there_and_resume_reopens_it(loca
         [(t.number, t.state, t.value) for t in done]
     assert not (results / "optuna.db").exists()
     assert read_manifest(results / "search").optuna_storage == url
+
+    # a second driver (its own results, no Tune state) joins the search with --resume
+    other = run_study(study, StudyOptions(preset="smoke", sets=SMALL, num_samples=2,
+                                          results=str(tmp_path / "other"), resume=True,
+                                          optuna_storage=url), io.StringIO())
+    assert (other.trials, other.finished) == (2, 2)
+    joined = trials_in(url, "search-acc")
+    assert [(t.number, t.state) for t in joined] == [(n, State.COMPLETE) for n in range(4)]
+    assert sorted(other.frames["trials"]["optuna_trial"]) == [2, 3]
+    assert not (tmp_path / "other" / "optuna.db").exists()
 
     # --resume naming another storage: one line, nothing run
     with pytest.raises(ConfigError, match=r"--optuna-storage=sqlite:///.*: study search was "
