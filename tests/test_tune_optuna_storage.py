@@ -189,8 +189,11 @@ def test_a_bad_storage_url_is_one_line_before_anything_is_written(tmp_path, caps
     assert "secret" not in err and not results.exists()
 
 
-def test_an_unwritable_journal_is_one_line_before_ray_starts(tmp_path, capsys):
-    import ray
+def test_an_unwritable_journal_is_one_line_before_ray_starts(tmp_path, capsys, monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("planned the study or started Ray before checking the journal")
+    monkeypatch.setattr("fcl.tune.run.plan_study", never)
+    monkeypatch.setattr("fcl.tune.cluster.connect", never)
     (tmp_path / "a-file").write_text("not a folder")
     (tmp_path / "a-folder").mkdir()
     for url, says in ((f"journal://{tmp_path}/a-file/optuna.journal", "cannot write there"),
@@ -200,7 +203,6 @@ def test_an_unwritable_journal_is_one_line_before_ray_starts(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1, err
         assert err.startswith(f"error: --optuna-storage={url}: {says}"), err
-    assert not ray.is_initialized()
     assert not (tmp_path / "results" / "optuna.db").exists()
     assert not (tmp_path / "results" / ".tune").exists()
 
