@@ -12,7 +12,7 @@ varied, the preset and data set it ran on, the commit).
      "preset": "cifar10-local", "dataset": "cifar10", "base": {...flat config...},
      "seeds": [0, 1, 2], "trial_seeds": 1, "num_samples": 1, "scheduler": "fifo",
      "command": "python studies/ablation_lr.py ...", "fcl_git": "<commit>",
-     "optuna_storage": null,   # a search's: "sqlite:///.../optuna.db", "journal:///...", ...
+     "optuna_storage": null,   # a search given --optuna-storage: its URL (null: RESULTS/optuna.db)
      "extended": [],      # or, for a study run again with more seeds, one entry per part:
                           # {"seeds": [...], "trials": N, "fcl_git": ..., "command": ...}
      "schema_version": 2, "files": {"trials": {"rows": 36, "sha256": "..."}, ...}}

@@ -226,3 +226,18 @@ def test_the_manifest_of_a_study_run_before_the_field_reads_as_default(tmp_path)
     record = json.loads(Manifest("s", "smoke", "cifar10", {}).to_json())
     del record["optuna_storage"]
     assert Manifest.from_dict(record).optuna_storage is None
+
+
+def test_the_default_storage_is_not_recorded_as_a_machine_path(tmp_path):
+    """A search on RESULTS/optuna.db records null: a stored study.json names no absolute path;
+    a storage given by the flag is recorded as given."""
+    from fcl.tune.plan import plan_study
+    from fcl.tune.searchers import storage_url
+    from fcl.tune.study import StudyOptions
+    results = str(tmp_path / "r")
+    default = plan_study(search_study(), StudyOptions(preset="smoke", results=results,
+                                                      optuna_storage=storage_url(results)))
+    given = plan_study(search_study(), StudyOptions(preset="smoke", results=results,
+                                                    optuna_storage=journal(tmp_path)))
+    assert default.manifest().optuna_storage is None
+    assert given.manifest().optuna_storage == journal(tmp_path)

@@ -15,6 +15,7 @@ from fcl.manifest import Manifest
 from fcl.presets import STUDY_PRESETS, study_preset
 from fcl.tune import cluster, schedulers, space as spaces, trackers
 from fcl.tune.data_sharing import data_signature, dataset_key
+from fcl.tune.searchers import storage_url
 from fcl.tune.space import Space
 from fcl.tune.study import Study, StudyOptions
 from fcl.tune.study_manifest import study_manifest
@@ -57,7 +58,9 @@ class StudyPlan:
             s.name, s.doc, s.searcher, o.preset, self.cfg, self.space,
             trial_seeds=self.trial_seeds, num_samples=o.num_samples, objective=o.objective,
             scheduler=schedulers.describe(self.scheduler, o.scheduler.reduction_factor),
-            command=o.command, optuna_storage=o.optuna_storage)
+            command=o.command,
+            # the default (RESULTS/optuna.db) is left out: a stored manifest names no machine path
+            optuna_storage=None if o.optuna_storage == storage_url(o.results) else o.optuna_storage)
 
 
 def base_config(study: Study, opts: StudyOptions) -> RunConfig:
