@@ -23,6 +23,7 @@ from fcl.federated.knowledge_base import planned_nbytes
 from fcl.federated.participation import num_sampled
 from fcl.models.factory import build_model
 from fcl.models.fedpara import layer_ranks
+from fcl.models.zerofl import upload_density
 from fcl.models.task_state import Params, buffer_names, read_state, trainable_names
 
 BITS = (32, 8, 4, 2)
@@ -102,10 +103,11 @@ def params_report(cfg: RunConfig) -> dict:
         messages.append({"bits": 32, "bytes_down": down, "bytes_up": up, "quantized_values": 0,
                          "float32_values": sum(b.numel() for b in model.shared.values()),
                          "ratio_vs_full": 2 * full / (down + up)})
-    if cfg.compression.prune > 0:
-        messages.append(pruned_message(cfg, {**params, **bufs}, {**sent, **bufs}, bufs, full))
+    sparse = cfg.compression.prune > 0 or zerofl_density(cfg) > 0
+    if sparse:
+        messages.append(sparse_message(cfg, {**params, **bufs}, {**sent, **bufs}, bufs, full))
     sampled = num_sampled(cfg.participation.fraction, cfg.data.num_clients)
-    mine = messages[-1] if cfg.compression.prune > 0 else \
+    mine = messages[-1] if sparse else \
         next(m for m in messages if m["bits"] == cfg.compression.bits)
     return {
         "backbone": cfg.model.backbone, "adapter": cfg.model.adapter, "norm": cfg.model.norm,
@@ -125,16 +127,26 @@ def params_report(cfg: RunConfig) -> dict:
     }
 
 
-def pruned_message(cfg: RunConfig, state: Params, upload: Params, buffers: Params,
+def zerofl_density(cfg: RunConfig) -> float:
+    """ZeroFL's upload density of every conv kernel (0: ZeroFL off)."""
+    return upload_density(cfg.model.zerofl_sparsity, cfg.model.zerofl_mask_ratio) \
+        if cfg.model.adapter == "full" else 0.0
+
+
+def sparse_message(cfg: RunConfig, state: Params, upload: Params, buffers: Params,
                    full: int) -> dict:
-    """Both links' bytes at `compression.prune` for the initial state (a pruned message's size
-    depends on its values: on a trained model the kept count, hence the bytes, move a little),
-    and the values-only sizes beside them."""
+    """Both links' bytes of a sparse message for the initial state, at `compression.prune`
+    (the uplink, and the downlink with `prune_server`) or ZeroFL's top-K uplink (each conv
+    kernel at `zerofl_density`; the downlink dense); a sparse message's size depends on its
+    values (ties, kept counts), so on a trained model the bytes move a little. The values-only
+    sizes beside them."""
     codec = Codec.from_config(32, cfg.compression.payload, cfg.compression.prune,
-                              cfg.compression.prune_server)
+                              cfg.compression.prune_server, zerofl_density(cfg))
     down = codec.message(state, buffers, down=True)
     up = codec.message(upload, buffers)
-    return {"bits": 32, "prune": cfg.compression.prune, "bytes_down": down.nbytes,
+    how = {"prune": cfg.compression.prune} if cfg.compression.prune > 0 else \
+        {"zerofl": zerofl_density(cfg)}
+    return {"bits": 32, **how, "bytes_down": down.nbytes,
             "bytes_up": up.nbytes, "values_bytes_down": down.values_nbytes,
             "values_bytes_up": up.values_nbytes, "quantized_values": 0,
             "float32_values": sum(t.numel() for t in state.values()),
@@ -153,7 +165,7 @@ def describe_adapter(cfg: RunConfig) -> str:
     if m.adapter == "full" and m.zerofl_sparsity > 0:
         return (f"full with ZeroFL (SWAT training at sparsity {m.zerofl_sparsity:g}; each conv "
                 f"kernel uploaded at its top {1 - m.zerofl_sparsity + m.zerofl_mask_ratio:g} "
-                f"by magnitude, sparse; norms and FC dense; the table's uplink is dense)")
+                f"by magnitude, sparse (row zf); norms, FC and the downlink dense)")
     if m.adapter == "full":
         return "full (every weight trained and sent: FedAvg)"
     if m.adapter == "fedpara":
@@ -197,19 +209,27 @@ def format_report(rep: dict, cfg: RunConfig) -> str:
         f"{'bits':>5} {'quantized values':>17} {'float32 values':>15} {'down B':>12} "
         f"{'up B':>12} {'vs full':>8}",
     ]
-    pruned = rep["prune"] > 0
+    last = rep["messages"][-1]
+    sparse = "prune" in last or "zerofl" in last       # the run's own message is the last row
     for m in rep["messages"]:
-        mark = " *" if m["bits"] == rep["bits"] and pruned == ("prune" in m) else ""
-        bits = f"p{m['prune']:g}" if "prune" in m else m["bits"]
+        mine = m is last if sparse else m["bits"] == rep["bits"]
+        mark = " *" if mine else ""
+        bits = f"p{m['prune']:g}" if "prune" in m else \
+            f"zf{m['zerofl']:g}" if "zerofl" in m else m["bits"]
         lines.append(f"{bits:>5} {m['quantized_values']:>17,} {m['float32_values']:>15,} "
                      f"{m['bytes_down']:>12,} {m['bytes_up']:>12,} "
                      f"{m['ratio_vs_full']:>7.2f}x{mark}")
-    prune_note = f", compression.prune={rep['prune']:g}" if pruned else ""
-    if pruned:
-        m = rep["messages"][-1]
-        lines.append(f"p{m['prune']:g}: compression.prune on the initial state, sparse "
+    prune_note = f", compression.prune={rep['prune']:g}" if "prune" in last else \
+        f", ZeroFL upload density {last['zerofl']:g}" if "zerofl" in last else ""
+    if "prune" in last:
+        lines.append(f"p{last['prune']:g}: compression.prune on the initial state, sparse "
                      f"(count + values + bitmap or indices); values only: down "
-                     f"{m['values_bytes_down']:,} B, up {m['values_bytes_up']:,} B")
+                     f"{last['values_bytes_down']:,} B, up {last['values_bytes_up']:,} B")
+    if "zerofl" in last:
+        lines.append(f"zf{last['zerofl']:g}: ZeroFL's uplink on the initial state, each conv "
+                     f"kernel at its top {last['zerofl']:g} by magnitude, sparse (count + "
+                     f"values + bitmap or indices), the downlink dense; values only: up "
+                     f"{last['values_bytes_up']:,} B")
     lines += ["",
               f"run (* = compression.bits={rep['bits']}{prune_note}): {rep['rounds']} rounds x "
               f"{rep['clients_per_round']} clients, no stragglers: TCC "

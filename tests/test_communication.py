@@ -58,3 +58,32 @@ def test_params_command_prints_a_table_and_json_and_rejects_bad_bits():
     assert bad.returncode == 2
     assert bad.stderr.strip() == ("error: compression.bits=16: unknown value; "
                                   "allowed: 32, 8, 4, 2")
+
+
+def test_zerofl_uplink_row_counts_each_conv_kernels_top_k():
+    """ZeroFL at s = 0.9, r = 0.1 (upload density 0.2) on ResNet-8: the run's row (the last,
+    marked) sends each conv kernel's top ceil(0.2 n) values sparse, the norms and FC dense;
+    the downlink is the dense full model. Values only: 4 B per kept value + the dense rest; the
+    positions cost at most a bitmap (n / 8 B) plus a 4-byte count per kernel."""
+    import math
+    from fcl.models.factory import build_model
+    cfg = preset("flocora", {"model.adapter": "full", "model.zerofl_sparsity": 0.9,
+                             "model.zerofl_mask_ratio": 0.1})
+    rep = params_report(cfg)
+    row = rep["messages"][-1]
+    assert row["zerofl"] == pytest.approx(0.2) and "prune" not in row
+    model = build_model(cfg.model, (3, 32, 32), [10], cfg.seed)
+    convs = [p.numel() for n, p in model.tasks[0].named_parameters() if p.dim() == 4]
+    kept = sum(math.ceil(0.2 * n) for n in convs)
+    rest = rep["trainable_params"] - sum(convs)
+    assert row["values_bytes_up"] == 4 * (kept + rest)
+    assert row["values_bytes_up"] < row["bytes_up"] <= \
+        row["values_bytes_up"] + sum(math.ceil(n / 8) + 4 for n in convs)
+    assert row["bytes_down"] == rep["full_model_bytes"]
+    assert rep["tcc_bytes"] == 100 * 10 * (row["bytes_down"] + row["bytes_up"])
+    text = subprocess.run([sys.executable, "-m", "fcl", "params", "--preset", "flocora", "--set",
+                           "model.adapter=full", "model.zerofl_sparsity=0.9",
+                           "model.zerofl_mask_ratio=0.1"], capture_output=True, text=True,
+                          timeout=300).stdout
+    marked = [line for line in text.splitlines() if line.rstrip().endswith("*")]
+    assert [line.split()[0] for line in marked] == ["zf0.2"]
