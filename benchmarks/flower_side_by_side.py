@@ -4,8 +4,9 @@ evaluation images/s and the whole-run ratio, interleaved over repetitions.
     python benchmarks/flower_side_by_side.py [--repetitions 2] [--rounds 6] [--actors N]
         [--parallel K] [--threads T] [--data-root data] [--set KEY=VALUE ...] [--smoke]
 
-Needs Flower's simulation runtime: `pip install -e '.[bench]'` (flwr[simulation] 1.42); without
-it the script says so in one line and exits with status 2.
+Needs Flower's simulation runtime (the `bench` extra, flwr[simulation] 1.42; it pins Ray 2.55.1,
+so beside fcl's Ray 2.60 install flwr without its dependencies: docs/benchmarks.md, "fcl beside
+Flower"); without it the script says so in one line and exits with status 2.
 
 The workload is `fcl run --preset flocora --set model.adapter=full rounds=6
 client.local_epochs=1`: full-model FedAvg of FLoCoRA's ResNet-8 with GroupNorm(2) on CIFAR-10, 100
@@ -77,7 +78,7 @@ TARGET_WHOLE = 2.5       # fcl fast (K runs x 1 thread) / Flower, whole-run samp
 
 
 def flwr_missing() -> str | None:
-    """Why Flower's simulation cannot run here (None: it can)."""
+    """The missing module that Flower's simulation needs (None: none is missing)."""
     for mod in ("flwr", "ray"):
         if importlib.util.find_spec(mod) is None:
             return mod
@@ -210,7 +211,7 @@ def client_train(msg, context):
 
 def _script_module():
     """This file as a module (a Ray actor gets the ClientApp's functions by value and finds the
-    rest, and its per-process cache, here)."""
+    rest, and its per-process cache, in this module)."""
     if MODULE not in sys.modules:
         spec = importlib.util.spec_from_file_location(MODULE, SCRIPT)
         mod = importlib.util.module_from_spec(spec)
@@ -304,7 +305,9 @@ def flower_worker(spec: dict) -> dict:
     run_simulation(server_app=server, client_app=client, num_supernodes=N,
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
                                    "init_args": {"num_cpus": spec["actors"],
-                                                 "include_dashboard": False}})
+                                                 "include_dashboard": False,
+                                                 # a Ray of its own, never another one's
+                                                 "address": "local"}})
     for r in rounds:
         r["wall_s"] = r["end"] - r["start"]
     if len(rounds) != R or not evals:
@@ -325,7 +328,8 @@ def run_processes(kind: str, specs: list[dict], folder: Path, log) -> list[dict]
     for i, spec in enumerate(specs):
         spec = {**spec, "kind": kind, "go": str(go), "ready": str(go) + f".ready{i}",
                 "out": str(go) + f".out{i}"}
-        env = {**os.environ, "FLWR_TELEMETRY_ENABLED": "0", "RAY_DEDUP_LOGS": "0"}
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env.update(FLWR_TELEMETRY_ENABLED="0", RAY_DEDUP_LOGS="0")
         procs.append((spec, subprocess.Popen([sys.executable, SCRIPT, "--worker", json.dumps(spec)],
                                              stdout=log, stderr=subprocess.STDOUT, env=env)))
     while not all(Path(s["ready"]).exists() or p.poll() is not None for s, p in procs):
@@ -384,7 +388,8 @@ def main() -> None:
                                 epilog="\n".join(__doc__.splitlines()[6:]))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     cpus = os.cpu_count() or 1
-    p.add_argument("--repetitions", type=int, default=2, help="interleaved repetitions (>= 2)")
+    p.add_argument("--repetitions", type=int,
+                   help="interleaved repetitions (default 2; 1 with --smoke)")
     p.add_argument("--rounds", type=int, default=WORKLOAD["rounds"],
                    help="rounds of each run; the first is a warm-up, the last evaluates")
     p.add_argument("--actors", type=int, default=cpus, help="Flower's Ray actors, 1 CPU each")
@@ -403,6 +408,8 @@ def main() -> None:
                    help="toy size on a generated CIFAR-10: a check that it runs, no measurement")
     p.add_argument("--log", help="file for the workers' output (default: a temporary file)")
     args = p.parse_args()
+    if args.repetitions is None:
+        args.repetitions = 1 if args.smoke else 2
     if args.worker:
         spec = json.loads(args.worker)
         res = (flower_worker if spec["kind"] == "flower" else fcl_worker)(spec)
@@ -410,7 +417,8 @@ def main() -> None:
         return
     missing = flwr_missing()
     if missing and "flower" in args.variants:
-        print(f"{missing} is not installed: pip install -e '.[bench]' (flwr[simulation] 1.42)")
+        print(f"{missing} is not installed: Flower's simulation (flwr[simulation] 1.42, the bench "
+              f"extra) is needed; docs/benchmarks.md, 'fcl beside Flower', says how")
         sys.exit(2)
     from fcl.cli_args import parse_sets
     from fcl.compute_mode import native_cpu_bf16
@@ -425,7 +433,8 @@ def main() -> None:
         bf16 = native_cpu_bf16()
         print(f"CPU: {cpu_in_words()}; native bf16 (oneDNN): {bf16}; load "
               f"{os.getloadavg()[0]:.1f}", flush=True)
-        print(f"workload: fcl preset flocora with {' '.join(f'{k}={v}' for k, v in sets.items())}"
+        shown = {**sets, "data.root": "(generated)"} if args.smoke else sets
+        print(f"workload: fcl preset flocora with {' '.join(f'{k}={v}' for k, v in shown.items())}"
               f"{' (SMOKE RUN: toy size, not a measurement)' if args.smoke else ''}", flush=True)
         plan = {"flower": ("flower", [{"sets": sets, "threads": args.threads,
                                        "actors": args.actors}]),
