@@ -4,9 +4,9 @@ evaluation images/s and the whole-run ratio, interleaved over repetitions.
     python benchmarks/flower_side_by_side.py [--repetitions 2] [--rounds 6] [--actors N]
         [--parallel K] [--threads T] [--data-root data] [--set KEY=VALUE ...] [--smoke]
 
-Needs Flower's simulation runtime (the `bench` extra, flwr[simulation] 1.42; it pins Ray 2.55.1,
-so beside fcl's Ray 2.60 install flwr without its dependencies: docs/benchmarks.md, "fcl beside
-Flower"); without it the script says so in one line and exits with status 2.
+Needs Flower 1.42 (the `bench` extra: flwr, whose simulation runs on the Ray fcl installs;
+docs/benchmarks.md, "fcl beside Flower"); without it the script says so in one line and exits
+with status 2.
 
 The workload is `fcl run --preset flocora --set model.adapter=full rounds=6
 client.local_epochs=1`: full-model FedAvg of FLoCoRA's ResNet-8 with GroupNorm(2) on CIFAR-10, 100
@@ -417,8 +417,8 @@ def main() -> None:
         return
     missing = flwr_missing()
     if missing and "flower" in args.variants:
-        print(f"{missing} is not installed: Flower's simulation (flwr[simulation] 1.42, the bench "
-              f"extra) is needed; docs/benchmarks.md, 'fcl beside Flower', says how")
+        print(f"{missing} is not installed: Flower 1.42 (pip install -e '.[bench]') "
+              f"is needed; docs/benchmarks.md, 'fcl beside Flower', says how")
         sys.exit(2)
     from fcl.cli_args import parse_sets
     from fcl.compute_mode import native_cpu_bf16
