@@ -4,14 +4,15 @@ Tune keeps every checkpoint of every trial while a study runs (`CheckpointConfig
 None)`, `fcl.tune.tuner`): it deletes none, so every checkpoint the experiment snapshot names is
 there whenever the driver is killed, and `--resume` restores each trial from the newest one its
 snapshot names. So while it runs a study holds, per trial, one checkpoint every
-`checkpoint_every` rounds (by default every tenth of its rounds: 9 a trial) plus the last one:
-disk = trials x ~10 x the size of a trial's engine state at all its seeds (server model, its
-buffers and server-optimizer moments per task, the round records so far; the last checkpoint
-holds the finished `RunResult` instead, far smaller unless `--save-models`). Measured on a 2-core
-AMD EPYC with AVX2 only, a smoke study of 2 trials (10 rounds, a checkpoint every round): 9
-checkpoints of 0.16 MB and a last one of 20 KB per trial, 2.8 MB in all before the pruning,
-40 KB after it. (With Tune's `num_to_keep=2`, before, a trial held 2 to 3 at a time, but each
-forced a snapshot of every trial's state: docs/benchmarks.md.)
+`checkpoint_every` rounds (by default every tenth of its rounds: about 9 a trial) plus the last
+one: disk = trials x ~10 x the size of a trial's engine state at all its seeds (server model,
+its buffers and server-optimizer moments per task, the round records so far; the last
+checkpoint holds the finished `RunResult` instead, far smaller unless `--save-models`). Measured
+on a 2-core AMD EPYC with AVX2 only, a smoke study of 2 trials (10 rounds, a checkpoint every
+round): 9 checkpoints of 0.16 MB and a last one of 20 KB per trial, 2.8 MB in all before the
+pruning, 40 KB after it. Tune's experiment state lists every checkpoint too (its metrics: about
+4 KB each here). (With Tune's `num_to_keep=2`, before, a trial held about 2 at a time, but every
+second one forced a snapshot of every trial's state: docs/benchmarks.md.)
 
 Once the export has written the study's Parquet files and manifest, `prune_checkpoints` deletes,
 in the folder of each exported trial, every checkpoint but the trial's last (the one Tune's
