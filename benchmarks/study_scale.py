@@ -6,8 +6,10 @@
 
 Per study it prints: the driver's CPU seconds per trial (`time.process_time` of the driver
 process around `fcl.tune.run_study`; the trials run in Ray's worker processes, not counted),
-Tune's experiment-state snapshots (how many, and their seconds per trial: the time inside
-`TuneController.checkpoint`, the snapshot `--resume` restores), the export's wall time and the
+Tune's experiment-state snapshots, the state `--resume` restores (how many were written: calls
+of `TuneController.save_to_dir`; and their seconds per trial: the time inside
+`TuneController.checkpoint`, which Tune calls every step of its loop and which writes a snapshot
+when its period has passed or one is forced, then uploads it), the export's wall time and the
 growth of the driver's resident memory while it ran (sampled from /proc every 20 ms), the
 study's wall time, and the sizes of trials.parquet and rounds.parquet. The cost per trial should
 not grow with the study's size; a column that does names the part to fix.
@@ -114,6 +116,7 @@ def measure(kind: str, size: int, out: Path, peak: PeakRss) -> dict:
                         num_samples=study.num_samples,
                         command=f"benchmarks/study_scale.py {kind} {size}")
     snapshots = Timed(tune_controller.TuneController, "checkpoint")
+    written = Timed(tune_controller.TuneController, "save_to_dir")
     export = Timed(run, "export_study")
     export_growth = []
     inner = export.original
@@ -131,12 +134,13 @@ def measure(kind: str, size: int, out: Path, peak: PeakRss) -> dict:
         outcome = run_study(study, opts, out=io.StringIO())
     finally:
         snapshots.restore()
+        written.restore()
         export.restore()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
     folder = out / study.name
     return {"kind": kind, "trials": size, "finished": outcome.finished,
             "driver_cpu_ms_per_trial": 1000 * cpu / size,
-            "snapshots": snapshots.calls,
+            "snapshots": written.calls,
             "snapshot_ms_per_trial": 1000 * snapshots.seconds / size,
             "export_s": export.seconds, "export_rss_mb": sum(export_growth) / 2**20,
             "wall_s": wall, "wall_s_per_trial": wall / size,

@@ -111,9 +111,13 @@ def test_the_export_writes_a_manifest_that_matches_its_parquet(uninterrupted):
 
 
 def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(uninterrupted):
-    results, _ = uninterrupted
+    results, outcome = uninterrupted
     paths = [os.path.join(results, "grid4", f"{n}.parquet") for n in ("trials", "rounds", "tasks")]
     before = [open(p, "rb").read() for p in paths]
+    # the export pruned each trial's checkpoints to its last (`fcl.tune.checkpoints`): what
+    # --resume restores and exports again from
+    last = sorted(r.checkpoint.path for r in outcome.result_grid)
+    assert sorted(glob.glob(str(results / ".tune" / "grid4" / "*" / "checkpoint_*"))) == last
     with pytest.raises(ConfigError, match="--resume to continue it, or --fresh"):
         run_study(Study("grid4", SPACE), smoke(results))
     with pytest.raises(ConfigError, match="differs from the interrupted study"):
@@ -122,6 +126,7 @@ def test_finished_study_refuses_a_rerun_and_resume_reexports_the_same_files(unin
     outcome = run_study(Study("grid4", SPACE), smoke(results, resume=True))
     assert (outcome.finished, outcome.failed) == (4, 0)
     assert [open(p, "rb").read() for p in paths] == before
+    assert sorted(glob.glob(str(results / ".tune" / "grid4" / "*" / "checkpoint_*"))) == last
 
 
 STUDY_SCRIPT = """
@@ -157,6 +162,8 @@ def test_driver_killed_mid_study_then_resumed_gives_exactly_the_same_rows(uninte
     assert not os.path.exists(killed / "grid4" / "trials.parquet")
     outcome = run_study(Study("grid4", SPACE), smoke(killed, resume=True))
     assert (outcome.finished, outcome.failed) == (4, 0)
+    # every checkpoint the killed driver left, but each trial's last, deleted after the export
+    assert sorted(glob.glob(pattern)) == sorted(r.checkpoint.path for r in outcome.result_grid)
     a, b = frames(results), frames(killed)
     pd.testing.assert_frame_equal(a["trials"].drop(columns=list(TIMING)),
                                   b["trials"].drop(columns=list(TIMING)))

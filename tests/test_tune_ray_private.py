@@ -20,51 +20,6 @@ def test_a_local_ray_publishes_no_node_groups(local_ray):
     assert ray_private.autoscaler_node_groups() == []
 
 
-def test_a_rotated_checkpoint_is_deleted_only_after_the_next_snapshot_landed(tmp_path):
-    """What a driver killed between a rotation and its snapshot must resume into: every
-    checkpoint its stored snapshot names still there (`rotate_checkpoints_safely`)."""
-    import types
-
-    import ray.train._internal.checkpoint_manager as manager_module
-    import ray.tune.execution.experiment_state as state_module
-    from ray.train import Checkpoint, CheckpointConfig
-    from ray.train._internal.session import _TrainingResult
-
-    real = state_module._ExperimentCheckpointManager
-    assert list(inspect.signature(real.sync_up_experiment_state).parameters)[:4] == \
-        ["self", "save_fn", "force", "wait"]
-    assert "_last_sync_time" in inspect.getsource(real.__init__)
-    ray_private.rotate_checkpoints_safely()
-    ray_private.rotate_checkpoints_safely()            # idempotent: wrapped once
-    assert real.sync_up_experiment_state.fcl_deferring
-    assert manager_module._delete_fs_path is ray_private._defer
-    ray_private.flush_rotated_checkpoints()
-
-    manager = manager_module._CheckpointManager(CheckpointConfig(num_to_keep=2))
-    dirs = [tmp_path / f"checkpoint_00000{i}" for i in range(4)]
-    for d in dirs:
-        d.mkdir()
-    dirs[1].rmdir()                                    # one already gone: no error
-    for d in dirs:
-        manager.register_checkpoint(_TrainingResult(Checkpoint(str(d)), {}))
-    assert [r.checkpoint.path for r in manager.best_checkpoint_results] == \
-        [str(d) for d in dirs[2:]]
-    assert dirs[0].exists()                            # rotated away, kept until a snapshot
-
-    uploads = []
-    fake = types.SimpleNamespace(_last_sync_time=None, _storage=types.SimpleNamespace(
-        syncer=types.SimpleNamespace(wait=lambda: uploads.append("landed"))))
-    no_upload = ray_private._snapshot_then_flush(lambda self, save_fn, force, wait: None)
-    no_upload(fake, save_fn=None)
-    assert dirs[0].exists() and uploads == []          # no upload launched: still kept
-
-    def upload(self, save_fn, force, wait):
-        self._last_sync_time = 1.0
-    ray_private._snapshot_then_flush(upload)(fake, save_fn=None)
-    assert uploads == ["landed"] and not dirs[0].exists() and dirs[2].exists()
-    assert ray_private._DEFERRED == []
-
-
 def test_muting_worker_output_drops_only_rays_print_handler_and_unmuting_restores_it():
     import ray._private.ray_logging as ray_logging
     dispatcher = ray_logging.global_worker_stdstream_dispatcher

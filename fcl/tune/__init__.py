@@ -17,7 +17,8 @@ reported and checkpointed every round), `report` (what a trial reports each roun
 record every reader goes through), `searchers` (Optuna), `schedulers` (FIFO, ASHA),
 `trackers` (TensorBoard, MLflow, W&B callbacks), `progress` (the live table, Ctrl-C),
 `export` (the trials' rows from their checkpoints), `study_manifest` (study.json from the
-declaration and plan); `user_api` (`trainable` and `results_frames`: fcl's trainable in one's
+declaration and plan), `checkpoints` (after the export: each trial's last checkpoint kept, the
+older ones deleted); `user_api` (`trainable` and `results_frames`: fcl's trainable in one's
 own `tune.Tuner`, its ResultGrid as fcl's Parquet frames).
 """
 from fcl.tune.cli import main, run_study_cli

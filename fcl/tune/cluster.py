@@ -28,8 +28,9 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     no usage statistics and no token prompt. Returns True when this call started Ray (the
     caller then shuts it down); an already initialised Ray (a test session) is reused."""
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")           # our table, not Ray's result boxes
-    # A trial's checkpoint forces a snapshot of the experiment state (what makes --resume exact);
-    # Ray warns about that each time for short trials.
+    # Tune warns each time it forces a snapshot of the experiment state soon after the last
+    # (one per `num_to_keep` checkpoints of a trial: none in fcl's studies, which keep every
+    # checkpoint, but a Tuner of one's own around `fcl.tune.trainable` may set it).
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if ray.is_initialized():
         return False

@@ -186,16 +186,21 @@ def outcomes(result_grid, base: RunConfig, seeds: int = 1
 
 def read_outcomes(result_grid, base: RunConfig, seeds: int = 1
                   ) -> tuple[list[TrialOutcome], int]:
-    """`outcomes`, read where the trials' checkpoints are: by the driver, or, for a driver on Ray
-    Client (`ray://`, whose machine need not see `--storage`), by a task on the cluster's
-    head node, the outcomes travelling back through Ray."""
+    """`outcomes`, read where the trials' checkpoints are (`on_storage`)."""
+    return on_storage(outcomes, result_grid, base, seeds)
+
+
+def on_storage(fn, *args):
+    """`fn(*args)` where the trials' checkpoints are: by the driver, or, for a driver on Ray
+    Client (`ray://`, whose machine need not see `--storage`), by a task on the cluster's head
+    node, the answer travelling back through Ray."""
     if not ray.util.client.ray.is_connected():
-        return outcomes(result_grid, base, seeds)
+        return fn(*args)
     head = next(n["NodeID"] for n in ray.nodes()
                 if n.get("Alive") and "node:__internal_head__" in n["Resources"])
-    task = ray.remote(num_cpus=0, max_retries=0)(outcomes).options(
+    task = ray.remote(num_cpus=0, max_retries=0)(fn).options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False))
-    return ray.get(task.remote(result_grid, base, seeds))
+    return ray.get(task.remote(*args))
 
 
 def trial_ids(trials: list[TrialOutcome]) -> list[str]:

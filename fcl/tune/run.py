@@ -2,9 +2,11 @@
 
     check_outputs (writable folders) -> hold (the study's lock: one driver per study) ->
     plan_study (no Ray: every check, exit 2 before any trial) -> claim_state (the resume
-    policy, and the results it may not replace) -> fit (Ray Tune: one engine run per trial, reported every round, checkpointed)
-    -> export: results/<study>/{trials,rounds,tasks}.parquet, then study.json (the manifest,
-    their commit marker), written by the driver from the trials' last checkpoints
+    policy, and the results it may not replace) -> fit (Ray Tune: one engine run per trial,
+    reported every round, checkpointed) -> export: results/<study>/{trials,rounds,tasks}.parquet,
+    then study.json (the manifest, their commit marker), written by the driver from the trials'
+    last checkpoints -> prune: the exported trials' older checkpoints deleted
+    (`fcl.tune.checkpoints`)
 
 Tune keeps its state under `--storage` (default `<results>/.tune/<study>`, `fcl.tune.state`);
 `--resume` continues a study whose driver stopped, from that state and the trials' checkpoints.
@@ -24,7 +26,8 @@ from fcl.config import ConfigError, with_overrides
 from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
-from fcl.tune import cluster, disk_full, export, extend, nodes, progress, state as states
+from fcl.tune import (checkpoints, cluster, disk_full, export, extend, nodes, progress,
+                      state as states)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.searchers import dashboard_command
@@ -206,7 +209,23 @@ def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: Te
         print(line, file=sys.stderr)
     for line in rerun_lines(plan.opts, failed, unfinished):
         print(line, file=out)
+    prune(grid, trials, out)
     return StudyOutcome(counts[0], tuple(paths), *counts[1:], wall_s, grid, frames)
+
+
+def prune(grid, trials: list[export.TrialOutcome], out: TextIO) -> None:
+    """Once the study's files are written: each exported trial's older checkpoints deleted,
+    its last kept for `--resume` (`fcl.tune.checkpoints`). A failure to delete costs disk
+    only, so it is one line, never the study's exit."""
+    try:
+        pruned = checkpoints.prune_checkpoints(grid, {t.tune.get("tune_trial_dir", "")
+                                                      for t in trials})
+    except OSError as e:
+        print(f"warning: the trials' older checkpoints stay on the storage ({e})",
+              file=sys.stderr)
+        return
+    if pruned.checkpoints:
+        print(checkpoints.pruned_line(pruned), file=out)
 
 
 def chance_of(plan: StudyPlan) -> tuple[float, int] | None:

@@ -15,7 +15,6 @@ from fcl.tune.cost import cpu_seconds, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import LineReporter, Reporter
-from fcl.tune.ray_private import rotate_checkpoints_safely
 from fcl.tune.report import BYTES, METRIC, TUNE_ITERATION
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
 from fcl.tune.space import Space, complete_variants, display_columns, grid_points
@@ -30,7 +29,6 @@ def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, o
     `start`: the driver's start (`time.perf_counter()`), where the progress line's elapsed
     time counts from."""
     name, opts = plan.name, plan.opts
-    rotate_checkpoints_safely()              # new and restored Tuners: resuming is where it bit
     trainable = bound_trainable(plan, res)
     if opts.resume and state.can_restore:
         print(f"resuming study {name} from {state.path}: "
@@ -92,11 +90,15 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
         callbacks=[*trackers.callbacks(opts.callbacks, plan.name, opts.results, plan.manifest()),
                    StopOnDiskFull(), *(extra or [])],
         failure_config=tune.FailureConfig(max_failures=opts.max_failures),
-        # two: a driver killed between a trial's new checkpoint and its experiment snapshot
-        # resumes from the previous one, which must still exist (with one, Tune had already
-        # deleted it: "Could not recover from checkpoint", seen under load); and no
-        # deletion before the snapshot that drops it has landed: `rotate_checkpoints_safely`
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=2))
+        # every checkpoint kept while the study runs (`fcl.tune.checkpoints` deletes all but each
+        # trial's last after the export). With `num_to_keep`, Tune deletes a trial's older
+        # checkpoint the moment a newer one arrives, while the snapshot `--resume` restores
+        # may still name it (a driver killed in between resumed with "Could not recover from
+        # checkpoint"), and Ray 2.60 forces an experiment snapshot every `num_to_keep`
+        # checkpoints of a trial, each writing every trial's state: a cost per trial that grew
+        # with the study's size (docs/benchmarks.md). Without it Tune deletes nothing and
+        # snapshots at its own period (at most ~5% of the driver's time).
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=None))
 
 
 def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
