@@ -59,9 +59,10 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
     trials = cache[key]
     if trials is None:
         return f"not run: **{UNTESTED}**", UNTESTED
-    results = [compare(trials, claim.fixed, comp) for comp in claim.comparisons]
-    judged = verdict(results, list(claim.comparisons))
-    return cell_text(claim, results, judged), judged
+    comparisons = claim.on(trials)
+    results = [compare(trials, claim.fixed, comp) for comp in comparisons]
+    judged = verdict(results, list(comparisons))
+    return cell_text(claim, results, judged, comparisons), judged
 
 
 def _counts(counter: Counter) -> str:
