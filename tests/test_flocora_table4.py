@@ -186,3 +186,18 @@ def test_a_folder_without_the_study_reads_not_tested(tmp_path):
     claim = next(c for c in claims.CLAIMS if c.study == "flocora_compare")
     assert claims.judge(claim, tmp_path, {}) == (f"not run: **{claims.UNTESTED}**",
                                                  claims.UNTESTED)
+
+
+def test_values_only_bytes_where_the_trials_store_them(tmp_path):
+    trials = trials_frame()
+    sparse = trials["compression.prune"].gt(0) | trials["model.zerofl_sparsity"].gt(0)
+    trials["values_bytes_up"] = (sparse * 4e6).astype("int64")   # pruned / ZeroFL rows only
+    trials["values_bytes_down"] = (sparse * 1e6).astype("int64")
+    produced, _ = make_figure("flocora_table4", write_study(tmp_path / "r", trials), tmp_path)
+    stats = produced.data.set_index("method")
+    # 5 MB over 10 clients = 0.5 MB each; FedAvg's 100 / 0.5 = 200x
+    assert stats.loc["magnitude pruning 0.9", "values_mb_per_client"] == pytest.approx(0.5)
+    assert stats.loc["magnitude pruning 0.9", "values_reduction"] == pytest.approx(200.0)
+    assert math.isnan(stats.loc["LoRA r=32, 8-bit", "values_mb_per_client"])
+    md = (tmp_path / "flocora_table4.md").read_text()
+    assert "| 1.500 | 66.7x | 0.500 | 200.0x |" in md and "| 5.000 | 20.0x | - | - |" in md

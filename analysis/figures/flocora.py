@@ -27,11 +27,13 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from analysis.figures.curves import VALUE_RANGE, clip_axis, curve_stats, draw_band, panels, tag
 from analysis.figures.files import Produced, markdown_table, mean_pm, save_figure, save_table
 from analysis.labels import adapter_label, bits_label, over_seeds
+from analysis.paired import paired
 from analysis.seed_stats import per_trial_round, seed_summary
 from analysis.study_tables import Study, fmt_value, require
 
@@ -273,7 +275,6 @@ def table_iv_stats(trials: pd.DataFrame) -> pd.DataFrame:
     from this study's FedAvg (`d_acc`, its 95% t-interval `d_ci95`, `d_n` seeds), MB per client
     and the reduction against FedAvg (FedAvg's bytes / the method's; `values_mb_per_client`
     and `values_reduction` where trials.parquet stores the values-only bytes)."""
-    from analysis.paired import paired
     t = with_methods(trials)
     acc = seed_summary(t, ["method"], "acc").rename(columns={
         "mean": "acc_mean", "std": "acc_std", "ci95": "acc_ci95", "n": "acc_n"})
@@ -327,9 +328,8 @@ CMAPS = {"FedAvg": "Greys", "LoRA": "Blues", "pruning": "Oranges", "FedPara": "G
 def _draw_table_iv(ax, stats: pd.DataFrame) -> None:
     """ACC (mean, 95% t-interval bars) against MB per client, log x; one marker family per
     kind, darker for a smaller message within it; the legend outside the axes names each."""
-    import matplotlib
     for kind, group in stats.groupby("kind", sort=False):
-        cmap = matplotlib.colormaps[CMAPS.get(kind, "Greys")]
+        cmap = colormaps[CMAPS.get(kind, "Greys")]
         shades = [0.85] if len(group) == 1 else \
             [0.45 + 0.5 * i / (len(group) - 1) for i in range(len(group))]
         for shade, (_, r) in zip(shades, group.iterrows()):
@@ -382,7 +382,8 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
                    _diff_text(r), f"{r['mb_per_client']:.3f}", f"{r['reduction']:.1f}x"]
             if values:
                 v = r["values_mb_per_client"]
-                row += ["-", "-"] if math.isnan(v) else [f"{v:.3f}", f"{r['values_reduction']:.1f}x"]
+                row += ["-", "-"] if math.isnan(v) else \
+                    [f"{v:.3f}", f"{r['values_reduction']:.1f}x"]
             rows.append(row)
         parts.append((f"**{title}**\n\n" if title else "") + markdown_table(header, rows))
     data = pd.concat(tables, ignore_index=True)
