@@ -10,7 +10,10 @@ and its comparisons, or an `Untested` claim with the study that would test it. A
 `a - b` of one per-trial value over the seeds both settings ran (the pairing of
 `analysis/paired.py`: a seed fixes the partition and the initialisation of every setting alike),
 with its 95% t-interval, claimed above or below a bound (0: a direction; -2: "loses less than 2
-points"). A claim *holds* in a folder where every one of its comparisons has its interval on the
+points"). Where a claim's setting is chosen from the study's own values (`Claim.match`: FLoCoRA's
+Table IV pairs each pruning and ZeroFL row with the LoRA bit width whose total bytes are the
+closest to its own without exceeding them), its comparisons are built from the stored trials.
+A claim *holds* in a folder where every one of its comparisons has its interval on the
 claimed side, *does not hold* where one has it on the other side, and is *not resolved*
 otherwise (an interval that contains the bound, or a comparison it did not run). It is *not
 tested* where the folder does not store its study ("not run"), where the study holds none of its
@@ -59,9 +62,10 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
     trials = cache[key]
     if trials is None:
         return f"not run: **{UNTESTED}**", UNTESTED
-    results = [compare(trials, claim.fixed, comp) for comp in claim.comparisons]
-    judged = verdict(results, list(claim.comparisons))
-    return cell_text(claim, results, judged), judged
+    comparisons = claim.on(trials)
+    results = [compare(trials, claim.fixed, comp) for comp in comparisons]
+    judged = verdict(results, list(comparisons))
+    return cell_text(claim, results, judged, comparisons), judged
 
 
 def _counts(counter: Counter) -> str:

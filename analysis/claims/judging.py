@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import pandas as pd
 
@@ -35,7 +36,10 @@ class Comparison:
 class Claim:
     """A claim of `paper` ("FCL" or "FLoCoRA") that `study` tests: it holds where every
     comparison does. `runs_on`: the run it needs where that is not the study as stored (another
-    data set, say); where no trial matches, the claim reads "not tested"."""
+    data set, say); where no trial matches, the claim reads "not tested". `match`: where a
+    comparison's setting is chosen from the study's values (FLoCoRA's Table IV: the LoRA
+    message no larger than the other method's), the comparisons as judged on these trials
+    (`comparisons` then name the settings the claim reads)."""
     name: str
     study: str
     paper: str
@@ -43,6 +47,11 @@ class Claim:
     comparisons: tuple[Comparison, ...]
     fixed: dict[str, str] = field(default_factory=dict)
     runs_on: str = ""
+    match: Callable[[pd.DataFrame], tuple[Comparison, ...]] | None = None
+
+    def on(self, trials: pd.DataFrame) -> tuple[Comparison, ...]:
+        """The comparisons judged on `trials` (`match`'s where given)."""
+        return self.comparisons if self.match is None else self.match(trials)
 
 
 @dataclass(frozen=True)
@@ -131,12 +140,14 @@ def _worst_drops(trials: pd.DataFrame, tasks: pd.DataFrame) -> dict[str, float]:
     return worst
 
 
-def cell_text(claim: Claim, results: list[tuple[float, float, int]], judged: str) -> str:
-    """Every comparison as `label mean ± half-width (seeds)`, then the verdict in bold."""
+def cell_text(claim: Claim, results: list[tuple[float, float, int]], judged: str,
+              comparisons: tuple[Comparison, ...] | None = None) -> str:
+    """Every comparison (`claim.comparisons` unless given) as `label mean ± half-width
+    (seeds)`, then the verdict in bold."""
     if judged == UNTESTED:
         return f"**{UNTESTED}**: the study holds none of these settings"
     parts = []
-    for comp, (m, h, n) in zip(claim.comparisons, results):
+    for comp, (m, h, n) in zip(comparisons or claim.comparisons, results):
         k = SCALE.get(comp.value, 1.0)
         unit = UNITS.get(k, "")
         parts.append(f"{comp.label}{unit} {m * k:+.2f} ± {h * k:.2f} ({n})" if n else

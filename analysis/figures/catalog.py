@@ -72,6 +72,9 @@ FIGURES: dict[str, Figure] = {
     "flocora_table3": Figure(("flocora_quantization",), flocora.table_iii_flocora,
                              "FLoCoRA Table III: TCC against FedAvg and accuracy per bit width",
                              ("flocora_rank_alpha",)),
+    "flocora_table4": Figure(("flocora_compare",), flocora.table_iv_flocora,
+                             "FLoCoRA Table IV: ACC against total communication, LoRA vs "
+                             "pruning, FedPara, ZeroFL"),
     "drift_correction": Figure(("drift_correction",), drift_correction.drift_correction,
                                "Beyond the papers: FedProx / SCAFFOLD / FedAdam, ACC and BWT_f"),
 }
