@@ -11,8 +11,8 @@ checkpoint holds the finished `RunResult` instead, far smaller unless `--save-mo
 on a 2-core AMD EPYC with AVX2 only, a smoke study of 2 trials (10 rounds, a checkpoint every
 round): 9 checkpoints of 0.16 MB and a last one of 20 KB per trial, 2.8 MB in all before the
 pruning, 40 KB after it. Tune's experiment state lists every checkpoint too (its metrics: about
-4 KB each in that smoke study). (With Tune's `num_to_keep=2`, before, a trial held about 2 at a time, but every
-second one forced a snapshot of every trial's state: docs/benchmarks.md.)
+4 KB each in that smoke study). (With Tune's `num_to_keep=2`, before, a trial held about 2 at a
+time, but every second one forced a snapshot of every trial's state: docs/benchmarks.md.)
 
 Once the export has written the study's Parquet files and manifest, `prune_checkpoints` deletes,
 in the folder of each exported trial, every checkpoint but the trial's last (the one Tune's
