@@ -64,7 +64,7 @@ class Manifest:
     command: str = ""
     fcl_git: str = ""
     extended: tuple[dict[str, Any], ...] = ()  # parts of a study run with seeds added later
-    optuna_storage: str | None = None          # a search's Optuna storage (URL), what --resume reopens
+    optuna_storage: str | None = None          # --optuna-storage as given (None: the default)
     schema_version: int = SCHEMA_VERSION
     files: dict[str, dict[str, Any]] = field(default_factory=dict)   # name -> rows, sha256
 

@@ -1,7 +1,8 @@
 """A search's Optuna storage other than the default SQLite (`--optuna-storage`,
 `fcl.tune.searchers`): a journal file that several drivers share. A real small search on one,
-read back, resumed and joined by a second driver; two processes asking and telling on one journal at once, no trial lost;
-the searcher's pickled state reopening the journal; the one-line errors, before Ray starts."""
+read back, resumed and joined by a second driver; two processes asking and telling on one
+journal at once, no trial lost; the searcher's pickled state reopening the journal; the
+one-line errors, before Ray starts."""
 import io
 import json
 import os

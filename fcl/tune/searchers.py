@@ -197,8 +197,8 @@ class FclOptunaSearch(Searcher):
     was asked for (user attr `tune_trial_id`), so a searcher restored by Tune (`restore`, or
     unpickled from the experiment state) finds its running trials, their reported rounds and
     their states there again. What it pickles is only how to reopen the study (storage URL, an
-    RDB's or a journal file's; name, directions, space) and the TPE sampler; an in-memory study (`storage=None`, tests)
-    is pickled whole, having nowhere else to live."""
+    RDB's or a journal file's; name, directions, space) and the TPE sampler; an in-memory study
+    (`storage=None`, tests) is pickled whole, having nowhere else to live."""
 
     def __init__(self, space: DefineByRun, metric: str | list[str], mode: str | list[str],
                  seed: int, study_name: str = "fcl", storage: str | None = None):
