@@ -61,3 +61,25 @@ def test_ray_keeps_every_checkpoint_and_forces_no_snapshot_without_num_to_keep(t
     for _ in range(10):
         snapshots.on_trial_checkpoint(object())
     assert not snapshots._should_force_sync_up
+
+
+def test_reading_a_stopped_study_holds_back_tunes_warning_about_unstarted_trials():
+    """`--resume` reads Tune's state twice; Tune's logger warns there about every trial with no
+    result yet (148 lines on a grid with 74 to go). Inside `unstarted_trials_quiet` its
+    warnings are dropped, errors still pass, and afterwards its level is what it was."""
+    import logging
+    from fcl.tune.tuner import unstarted_trials_quiet
+    log = logging.getLogger("ray.tune.analysis.experiment_analysis")
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    log.addHandler(handler)
+    before = log.level
+    try:
+        with unstarted_trials_quiet():
+            log.warning("Failed to fetch metrics for 74 trial(s)")
+            log.error("a real error")
+        log.warning("after")
+    finally:
+        log.removeHandler(handler)
+    assert seen == ["a real error", "after"] and log.level == before
