@@ -11,7 +11,7 @@ import pytest
 
 from analysis import claims
 from analysis.claims.flocora import matched_lora
-from analysis.figures import flocora
+from analysis.figures import flocora_table4
 from analysis.figures.catalog import make_figure
 from analysis.study_tables import load_study
 from fcl.intervals import t975
@@ -123,13 +123,13 @@ def test_one_seed_is_the_value_alone(tmp_path):
 
 def test_the_figure_axis_holds_the_intervals_and_no_more(tmp_path, monkeypatch):
     figs = {}
-    real = flocora.save_figure
+    real = flocora_table4.save_figure
 
     def keep(fig, out, name, source):
         figs[name] = fig
         return real(fig, out, name, source)
-    monkeypatch.setattr(flocora, "save_figure", keep)
-    produced = flocora.table_iv_flocora(load_study(write_study(tmp_path / "r", trials_frame()),
+    monkeypatch.setattr(flocora_table4, "save_figure", keep)
+    produced = flocora_table4.table_iv_flocora(load_study(write_study(tmp_path / "r", trials_frame()),
                                                    "flocora_compare"), tmp_path)
     ax = figs["flocora_table4"].axes[0]
     data = produced.data

@@ -27,7 +27,8 @@ from fcl.tune import Study, StudyOptions, given, grid, run_study  # noqa: E402
 from fcl.tune import cluster  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
 from fcl.tune.schedulers import SchedulerOptions  # noqa: E402
-from fcl.tune.searchers import DefineByRun, FclOptunaSearch, dashboard_command  # noqa: E402
+from fcl.tune.optuna_storage import dashboard_command  # noqa: E402
+from fcl.tune.searchers import DefineByRun, FclOptunaSearch  # noqa: E402
 from fcl.tune.space import complete_variants, display_columns  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

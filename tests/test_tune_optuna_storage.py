@@ -25,8 +25,8 @@ from fcl.config import ConfigError  # noqa: E402
 from fcl.manifest import read_manifest  # noqa: E402
 from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
 from fcl.tune.cli import run_study_cli  # noqa: E402
-from fcl.tune.searchers import (TRIAL_NUMBER, TUNE_TRIAL_ID, open_storage,  # noqa: E402
-                                optuna_searcher, optuna_study_name)
+from fcl.tune.optuna_storage import open_storage, optuna_study_name  # noqa: E402
+from fcl.tune.searchers import TRIAL_NUMBER, TUNE_TRIAL_ID, optuna_searcher  # noqa: E402
 
 State = optuna.trial.TrialState
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -233,7 +233,7 @@ def test_the_default_storage_is_not_recorded_as_a_machine_path(tmp_path):
     """A search on RESULTS/optuna.db records null: a stored study.json names no absolute path;
     a storage given by the flag is recorded as given."""
     from fcl.tune.plan import plan_study
-    from fcl.tune.searchers import storage_url
+    from fcl.tune.optuna_storage import storage_url
     from fcl.tune.study import StudyOptions
     results = str(tmp_path / "r")
     default = plan_study(search_study(), StudyOptions(preset="smoke", results=results,

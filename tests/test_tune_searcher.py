@@ -18,9 +18,8 @@ from fcl.tune.searchers import (
     DefineByRun,
     FclOptunaSearch,
     optuna_searcher,
-    optuna_study_name,
-    storage_url,
 )
+from fcl.tune.optuna_storage import optuna_study_name, storage_url
 from fcl.tune.space import given
 
 State = optuna.trial.TrialState

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from analysis.figures import drift_correction, fcl_paper, fcl_paper_tables, flocora
+from analysis.figures import drift_correction, fcl_paper, fcl_paper_tables, flocora, flocora_table4
 from analysis.figures.files import Produced, save_data_csv
 from analysis.output_paths import first_path_problem, unwritable_folder
 from analysis.study_folder import holds_study
@@ -72,7 +72,7 @@ FIGURES: dict[str, Figure] = {
     "flocora_table3": Figure(("flocora_quantization",), flocora.table_iii_flocora,
                              "FLoCoRA Table III: TCC against FedAvg and accuracy per bit width",
                              ("flocora_rank_alpha",)),
-    "flocora_table4": Figure(("flocora_compare",), flocora.table_iv_flocora,
+    "flocora_table4": Figure(("flocora_compare",), flocora_table4.table_iv_flocora,
                              "FLoCoRA Table IV: ACC against total communication, LoRA vs "
                              "pruning, FedPara, ZeroFL"),
     "drift_correction": Figure(("drift_correction",), drift_correction.drift_correction,

@@ -9,7 +9,7 @@ import shlex
 import sys
 
 from fcl.cli_args import EXIT_USAGE, parse_sets
-from fcl.config import ConfigError
+from fcl.config import ConfigError, one_line
 from fcl.data.datasets import DataError
 from fcl.presets import STUDY_PRESETS
 from fcl.tune.run import run_study
@@ -20,7 +20,7 @@ from fcl.tune.trackers import TRACKERS
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):          # argparse's usage dump -> our one line, exit 2
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {one_line(message)}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
@@ -174,7 +174,7 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
         outcome = run_study(study, opts, table=args.tune_table)
     except (ConfigError, DataError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:            # a second Ctrl-C, or one outside Tune's loop
         print("interrupted; continue with --resume", file=sys.stderr)

@@ -15,7 +15,7 @@ from fcl.manifest import Manifest
 from fcl.presets import STUDY_PRESETS, study_preset
 from fcl.tune import cluster, schedulers, space as spaces, trackers
 from fcl.tune.data_sharing import data_signature, dataset_key
-from fcl.tune.searchers import storage_url
+from fcl.tune.optuna_storage import storage_url
 from fcl.tune.space import Space
 from fcl.tune.study import Study, StudyOptions
 from fcl.tune.study_manifest import study_manifest

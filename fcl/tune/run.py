@@ -26,11 +26,11 @@ from fcl.config import ConfigError, with_overrides
 from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
-from fcl.tune import (checkpoints, cluster, disk_full, export, extend, nodes, progress,
-                      state as states)
+from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations, nodes,
+                      progress, state as states)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
-from fcl.tune.searchers import dashboard_command
+from fcl.tune.optuna_storage import dashboard_command
 from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
@@ -46,12 +46,12 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
     trial table while it runs instead of one progress line."""
     t0 = time.perf_counter()
     out = out or sys.stdout
-    states.check_locations(opts)
+    locations.check_locations(opts)
     check_sets(study.space_for(opts.preset), opts)    # before the results folder is made
     if opts.dry_run:
         return dry_run(plan_study(study, opts), out)
     cluster.check_job_paths(opts.results, opts.storage)
-    states.check_outputs(study.name, opts)
+    locations.check_outputs(study.name, opts)
     with states.hold(opts.results, study.name, opts.command) as stale, \
             states.hold_storage(opts, study.name):
         if stale:
