@@ -131,7 +131,8 @@ class ModelConfig:
                                   "torchvision file given as model.weights)",
                           choices=("none", "imagenet"))
     weights: str = opt("", "backbone checkpoint to load (written by `fcl pretrain`, or a "
-                           "torchvision resnet18 state_dict); empty = none")
+                           "torchvision resnet18 state_dict): a file path, or fcl:NAME = one "
+                           "shipped in the package (fcl/weights/README.md); empty = none")
     adapter: str = opt("nettailor", "per-task trainable module: NetTailor proxies, FLoCoRA's LoRA "
                                     "adapters, full = the whole model trained and sent "
                                     "(FedAvg baseline), fedweit = FedWeIT's decomposed "

@@ -36,10 +36,10 @@ use for CIFAR-100; MiniImageNet (84) and the Decathlon (72) run at their own siz
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fcl.config import ConfigError, RunConfig, with_overrides
+from fcl.shipped_weights import shipped
 
 TABLE2 = {
     "rounds": 300, "data.num_tasks": 10, "data.num_clients": 5, "data.partition": "iid",
@@ -83,16 +83,9 @@ CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "run.channels_last": "auto", "eval.batch_size": "auto"}
 
 # Backbones `fcl pretrain` made, shipped in the package (fcl/weights/README.md: the command of
-# each); a preset names one by its absolute path, so a Tune worker finds it from any folder.
-WEIGHTS = Path(__file__).resolve().with_name("weights")
-PRETRAINED_SHA256 = {
-    "resnet_tiny-fashion_mnist.pt":
-        "40a3ed30c3bc7c33a9bde00605488b96dc170b79e05d9b8a9a961063dcc97816",
-    "resnet_tiny-cifar10_rest.pt":
-        "e2371a803ac502e185081ba26413d1e2074b7e8b29287717800ca0f14e31c31a",
-}
-CIFAR10_BACKBONE = "resnet_tiny-cifar10_rest.pt"      # cifar10-local-pretrained's
-FASHION_BACKBONE = "resnet_tiny-fashion_mnist.pt"     # the smoke studies'
+# each); a preset names one as `fcl:NAME` (fcl/shipped_weights.py), the same on every machine.
+CIFAR10_BACKBONE = shipped("resnet_tiny-cifar10_rest.pt")     # cifar10-local-pretrained's
+FASHION_BACKBONE = shipped("resnet_tiny-fashion_mnist.pt")     # the smoke studies'
 
 
 PRESETS: dict[str, dict] = {
@@ -119,14 +112,14 @@ PRESETS: dict[str, dict] = {
     # calibration of random vs pretrained backbones that chose this one)
     "cifar10-local-pretrained": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                                  "data.test_per_class": 100,
-                                 "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
+                                 "model.weights": CIFAR10_BACKBONE},
     # cifar10-local-pretrained with R = 50 (Q = 10) on Dirichlet(0.5) shards: the regime of the
     # calibration (results/README.md, "A regime where drift shows") in which phase boundaries
     # cost a trained task more than 5 points most often at a useful ACC (5 of 24 boundaries,
     # ACC ~72; IID at R = 25 or 50: 1 and 0 of 24)
     "cifar10-drift": {**CIFAR10, "rounds": 50, "data.train_per_class": 300,
                       "data.test_per_class": 100, "data.partition": "dirichlet",
-                      "data.alpha": 0.5, "model.weights": str(WEIGHTS / CIFAR10_BACKBONE)},
+                      "data.alpha": 0.5, "model.weights": CIFAR10_BACKBONE},
     "cifar10-gpu": {**CIFAR10, "rounds": 25, "data.train_per_class": 1000,
                     "data.test_per_class": 200, "run.precision": "auto",
                     "run.client_batching": "auto"},
@@ -198,7 +191,7 @@ class StudyPreset:
 STUDY_PRESETS: dict[str, StudyPreset] = {
     "smoke": StudyPreset("smoke", {"rounds": 10, "data.train_per_class": 20,
                                    "data.test_per_class": 20,
-                                   "model.weights": str(WEIGHTS / FASHION_BACKBONE)},
+                                   "model.weights": FASHION_BACKBONE},
                          seeds=1, what="seconds"),
     "local": StudyPreset("local", {"rounds": 25, "data.train_per_class": 200,
                                    "data.test_per_class": 100},

@@ -43,6 +43,7 @@ from fcl.models.factory import build_model
 from fcl.models.pretrained import input_stats
 from fcl.manifest import sha256 as file_sha256
 from fcl.records import RunSummary
+from fcl.shipped_weights import weights_file
 
 MODEL_FILE, META_FILE, FORMAT = "model.pt", "model.json", 1
 
@@ -90,8 +91,9 @@ def state_sha256(state: dict[str, torch.Tensor]) -> str:
 def backbone_identity(cfg: RunConfig) -> dict:
     m = cfg.model
     if m.weights:
-        return {"init": "file", "path": os.path.abspath(m.weights),
-                "sha256": file_sha256(m.weights), "pretrained": m.pretrained}
+        path = weights_file(m.weights)
+        return {"init": "file", "path": m.weights if path != m.weights else os.path.abspath(path),
+                "sha256": file_sha256(path), "pretrained": m.pretrained}
     if m.pretrained != "none":
         return {"init": m.pretrained, "source": "torchvision resnet18 IMAGENET1K_V1"}
     return {"init": "random", "seed": cfg.seed}

@@ -100,14 +100,15 @@ def test_shipped_backbones_match_their_checksums_and_the_pretrained_preset_loads
     cifar10-local-pretrained is cifar10-local with one of them as its frozen backbone."""
     import hashlib
 
-    from fcl.presets import CIFAR10_BACKBONE, PRETRAINED_SHA256, WEIGHTS, preset
-    for name, sha in PRETRAINED_SHA256.items():
-        assert hashlib.sha256((WEIGHTS / name).read_bytes()).hexdigest() == sha, name
+    from fcl.presets import CIFAR10_BACKBONE, preset
+    from fcl.shipped_weights import FOLDER, SHA256, weights_file
+    for name, sha in SHA256.items():
+        assert hashlib.sha256((FOLDER / name).read_bytes()).hexdigest() == sha, name
     cfg = preset("cifar10-local-pretrained")
     flat, plain = cfg.to_flat(), preset("cifar10-local").to_flat()
     assert {k for k in flat if flat[k] != plain[k]} == {"model.weights"}
-    assert cfg.model.weights == str(WEIGHTS / CIFAR10_BACKBONE) and WEIGHTS.is_absolute()
-    blob = torch.load(cfg.model.weights, weights_only=True)
+    assert cfg.model.weights == CIFAR10_BACKBONE == "fcl:resnet_tiny-cifar10_rest.pt"
+    blob = torch.load(weights_file(cfg.model.weights), weights_only=True)
     assert blob["architecture"]["backbone"] == cfg.model.backbone == "resnet_tiny"
     backbone = build_model(cfg.model, (3, 32, 32), [2] * 5, cfg.seed).backbone
     state = backbone.state_dict()
@@ -117,3 +118,17 @@ def test_shipped_backbones_match_their_checksums_and_the_pretrained_preset_loads
     assert all(torch.equal(state[k], v) for k, v in blob["state_dict"].items()
                if k != "stem.0.weight")
     assert not any(p.requires_grad for p in backbone.parameters())
+
+
+def test_a_shipped_backbone_is_named_not_located():
+    """`fcl:NAME` is the package's fcl/weights/NAME wherever fcl is installed, so configs and
+    trial ids read the same on every machine; an unknown NAME is one error naming the shipped
+    ones; any other value is a path, as given."""
+    from fcl.config import ConfigError
+    from fcl.shipped_weights import FOLDER, weights_file
+    assert weights_file("fcl:resnet_tiny-fashion_mnist.pt") == \
+        str(FOLDER / "resnet_tiny-fashion_mnist.pt")
+    assert weights_file("my/backbone.pt") == "my/backbone.pt"
+    with pytest.raises(ConfigError) as e:
+        weights_file("fcl:resnet99.pt")
+    assert "fcl:resnet99.pt" in str(e.value) and "fcl:resnet_tiny-cifar10_rest.pt" in str(e.value)

@@ -1,7 +1,8 @@
 """The study presets (`fcl.presets.STUDY_PRESETS`): every study at every preset resolves to the
 base config (and the space with its seeds) it had before the presets became one table, stored
 in tests/tune_base_configs.json (captured from the code before the change; each base config as
-the keys where it differs from `RunConfig()`; a shipped backbone as its path in the repository);
+the keys where it differs from `RunConfig()`; a shipped backbone, `fcl:NAME`, as the path in the
+repository of the file it names);
 `--help` lists every preset a study accepts."""
 import json
 import runpy
@@ -12,6 +13,7 @@ import pytest
 pytest.importorskip("ray")
 from fcl.config import ConfigError, RunConfig  # noqa: E402
 from fcl.presets import PRESETS, STUDY_PRESETS, study_preset  # noqa: E402
+from fcl.shipped_weights import weights_file  # noqa: E402
 from fcl.tune import space as spaces  # noqa: E402
 from fcl.tune.cli import build_parser  # noqa: E402
 from fcl.tune.plan import base_config, study_space  # noqa: E402
@@ -40,8 +42,9 @@ def resolved(study, preset: str) -> dict:
         described = {"error": str(e)}
     default = RunConfig().to_flat()
     base = {k: v for k, v in cfg.to_flat().items() if v != default[k]}
-    if "model.weights" in base:         # an absolute path (fcl.presets.WEIGHTS): this checkout's
-        base["model.weights"] = Path(base["model.weights"]).relative_to(REPO).as_posix()
+    if "model.weights" in base:         # fcl:NAME: the file it names, in this checkout
+        base["model.weights"] = Path(weights_file(base["model.weights"])).relative_to(REPO
+                                                                               ).as_posix()
     return json.loads(json.dumps({"base": base, "space": described}, default=str))
 
 

@@ -5,6 +5,8 @@
     model.pretrained=imagenet model.weights=PATH   that same torchvision file, copied by hand
     model.weights=PATH                             a checkpoint of `fcl pretrain` (or any
                                                    torchvision resnet18 state_dict)
+    model.weights=fcl:NAME                         a backbone shipped in the package
+                                                   (fcl/shipped_weights.py)
 
 torchvision -> fcl keys (resnet18, `model.stem=imagenet`, `model.norm=batch`): conv1 -> stem.0,
 bn1 -> stem.1, layer{s}.{b} -> blocks.{2(s-1)+b}, downsample.{0,1} -> shortcut.{0,1}; `fc` is
@@ -29,6 +31,7 @@ from torch import nn
 
 from fcl.atomic_file import write_torch_atomic
 from fcl.config import ConfigError, ModelConfig
+from fcl.shipped_weights import weights_file
 
 CHECKPOINT_FORMAT = "fcl-backbone/1"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)     # torchvision's IMAGENET1K_V1 preprocessing
@@ -137,7 +140,7 @@ def load_pretrained_(backbone: nn.Module, cfg: ModelConfig, in_channels: int) ->
     """Copy `model.weights` / `model.pretrained` into `backbone` in place; False if neither is
     set (the random init stays). Raises ConfigError naming the key when they do not fit."""
     if cfg.weights:
-        state, saved = read_weights(cfg.weights)
+        state, saved = read_weights(weights_file(cfg.weights))
         source = cfg.weights
     elif cfg.pretrained == "imagenet":
         state, saved, source = imagenet_state(), None, "imagenet"
