@@ -231,7 +231,7 @@ def test_the_stored_optimizers_differ_by_preset_and_weights_only():
     sets = [run_set(s, f) for s, f in zip(studies, folders)]
     why = compare_view(studies, sets, ("rs-0", "rs-1")).why
     assert [line.split(":")[0] for line in why[1:]] == ["preset", "model.weights"]
-    assert why[2] == "model.weights: resnet_tiny-cifar10_rest.pt | (none)"
+    assert why[2] == "model.weights: fcl:resnet_tiny-cifar10_rest.pt | (none)"
     for s in sets:       # the run table gains no column for a key one folder lacks
         assert not [k for k in s["keys"] if k in ADDED_KEYS or k.startswith("run.")]
         assert all(k in s["fixed"] for k in ADDED_KEYS)

@@ -92,7 +92,8 @@ def run_set(study: Study, folder_label: str) -> dict:
     preset and data set. Its config columns are spelled as today's (`as_today`: keys added
     since at their defaults, old bools as `true`/`false`), so folders stored apart compare."""
     raw = as_today(pd.read_parquet(study.folder / "trials.parquet"))
-    if "model.weights" in raw:        # a file's name: its folder is the machine's that ran it
+    if "model.weights" in raw:        # a path as its file's name (its folder is the machine's
+        # that ran it); a shipped backbone, `fcl:NAME`, as it is
         raw["model.weights"] = raw["model.weights"].map(
             lambda w: Path(w).name if isinstance(w, str) and w else w)
     keys = setting_keys(raw, study.settings)
