@@ -188,7 +188,7 @@ def load_model(folder: str, device: str | torch.device = "cpu") -> list[TaskClas
     blob = torch.load(os.path.join(folder, MODEL_FILE), map_location="cpu", weights_only=True)
     cfg = from_flat(meta["config"])
     ident = meta["backbone"]
-    if ident["init"] == "file" and file_sha256(ident["path"]) != ident["sha256"]:
+    if ident["init"] == "file" and file_sha256(weights_file(ident["path"])) != ident["sha256"]:
         raise ValueError(f"{ident['path']}: not the backbone weights file of this run "
                          f"(sha256 differs)")
     classes = meta["task_classes"]
