@@ -85,7 +85,7 @@ CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
 # Backbones `fcl pretrain` made, shipped in the package (fcl/weights/README.md: the command of
 # each); a preset names one as `fcl:NAME` (fcl/shipped_weights.py), the same on every machine.
 CIFAR10_BACKBONE = shipped("resnet_tiny-cifar10_rest.pt")     # cifar10-local-pretrained's
-FASHION_BACKBONE = shipped("resnet_tiny-fashion_mnist.pt")     # the smoke studies'
+FASHION_BACKBONE = shipped("resnet_tiny-fashion_mnist.pt")    # the smoke studies'
 
 
 PRESETS: dict[str, dict] = {

@@ -91,7 +91,7 @@ def state_sha256(state: dict[str, torch.Tensor]) -> str:
 def backbone_identity(cfg: RunConfig) -> dict:
     m = cfg.model
     if m.weights:
-        path = weights_file(m.weights)
+        path = weights_file(m.weights)     # a shipped backbone stays `fcl:NAME`, portable
         return {"init": "file", "path": m.weights if path != m.weights else os.path.abspath(path),
                 "sha256": file_sha256(path), "pretrained": m.pretrained}
     if m.pretrained != "none":

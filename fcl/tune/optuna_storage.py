@@ -1,9 +1,9 @@
 """Where an Optuna search keeps its state: `--optuna-storage` parsed and checked, and the
-storage opened. An RDB URL (`sqlite:///...`, `postgresql://...`, `mysql://...`: SQLAlchemy's) or an
-Optuna journal file (`journal:///abs/path/optuna.journal`: `JournalStorage(JournalFileBackend(path))`,
-appended to under a lock that also holds on NFS), which several drivers, or a driver that moves from
-machine to machine, can share; SQLite (the default, `<results>/optuna.db`) suits one driver on one
-machine (docs/studies.md).
+storage opened. An RDB URL (`sqlite:///...`, `postgresql://...`, `mysql://...`: SQLAlchemy's)
+or an Optuna journal file (`journal:///abs/path/optuna.journal`:
+`JournalStorage(JournalFileBackend(path))`, appended to under a lock that also holds on NFS),
+which several drivers, or a driver that moves from machine to machine, can share; SQLite (the
+default, `<results>/optuna.db`) suits one driver on one machine (docs/studies.md).
 """
 from __future__ import annotations
 
