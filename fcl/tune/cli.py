@@ -8,7 +8,7 @@ import argparse
 import shlex
 import sys
 
-from fcl.cli_args import EXIT_USAGE, parse_sets
+from fcl.cli_args import EXIT_USAGE, OneLineParser, parse_sets
 from fcl.config import ConfigError, one_line
 from fcl.data.datasets import DataError
 from fcl.presets import STUDY_PRESETS
@@ -16,12 +16,6 @@ from fcl.tune.run import run_study
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
 from fcl.tune.study import Study, StudyOptions
 from fcl.tune.trackers import TRACKERS
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):          # argparse's usage dump -> our one line, exit 2
-        print(f"error: {one_line(message)}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
 
 
 def positive(kind, most=None):
@@ -74,7 +68,7 @@ MAX_SAMPLES = 100_000
 
 def build_parser(study: Study) -> argparse.ArgumentParser:
     searcher = study.searcher
-    p = _Parser(prog=f"studies/{study.name}.py", description=study.doc,
+    p = OneLineParser(prog=f"studies/{study.name}.py", description=study.doc,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="local", choices=list(STUDY_PRESETS),
                    metavar="PRESET", help=presets_help(study.family))
