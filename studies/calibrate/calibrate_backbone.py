@@ -2,7 +2,7 @@
 item 1): the random init the stored studies use against each pretrained checkpoint, under
 FedSGD eta 1 and FedAdam at the preset's settings (eta 0.5, tau 0.1), the same seeds each.
 
-    python studies/calibrate/calibrate_backbone.py                # random + fcl/weights/*.pt
+    python studies/calibrate/calibrate_backbone.py                # random + the shipped backbones
     python studies/calibrate/calibrate_backbone.py --backbone fmnist=fcl/weights/X.pt \\
         --seeds 3 --jobs 2 --json /tmp/calibration.json
     python studies/calibrate/calibrate_backbone.py --table-from /tmp/calibration.json
@@ -28,8 +28,8 @@ from pathlib import Path
 
 from fcl.cli_args import parse_sets
 from fcl.config import ConfigError
+from fcl.shipped_weights import PREFIX, SHA256, shipped, weights_file
 
-REPO = Path(__file__).resolve().parents[2]
 # FedAdam keeps the preset's server.lr and server.tau (cifar10-local: 0.5 and 0.1)
 OPTIMIZERS = {"FedSGD eta 1": {"server.optimizer": "fedsgd", "server.lr": 1.0},
               "FedAdam": {"server.optimizer": "fedadam"}}
@@ -99,23 +99,30 @@ def table(rows: list[dict]) -> str:
 
 
 def backbones(args: argparse.Namespace) -> dict[str, str]:
-    """name -> model.weights ("" = the preset's random init), checked before any run."""
+    """name -> model.weights ("" = the preset's random init), checked before any run: a shipped
+    backbone by its name (`fcl:NAME`, so the runs' configs name no path of this checkout), any
+    other file by its absolute path."""
     out = {"random": ""}
-    given = args.backbone or [f"{p.stem}={p}" for p in sorted((REPO / "fcl" / "weights")
-                                                             .glob("*.pt"))]
+    given = args.backbone or [f"{Path(n).stem}={shipped(n)}" for n in sorted(SHA256)]
     for item in given:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not Path(path).is_file():
+        name, sep, value = item.partition("=")
+        try:
+            path = weights_file(value) if sep else ""
+        except ConfigError:
+            path = ""
+        if not name or not path or not Path(path).is_file():
             raise SystemExit(f"error: --backbone={item}: expected NAME=FILE.pt of an existing "
-                             "file (written by `fcl pretrain`)")
-        out[name] = str(Path(path).resolve())
+                             "file (written by `fcl pretrain`) or NAME=fcl:SHIPPED "
+                             f"({', '.join(shipped(n) for n in sorted(SHA256))})")
+        out[name] = value if value.startswith(PREFIX) else str(Path(path).resolve())
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backbone", action="append", metavar="NAME=FILE.pt",
-                   help="a pretrained candidate (repeatable; default: every fcl/weights/*.pt)")
+                   help="a pretrained candidate (repeatable; default: every shipped backbone, "
+                        "fcl:NAME)")
     p.add_argument("--preset", default="cifar10-local", help="run preset (random backbone)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a config key every run of this call overrides (repeatable), e.g. "
