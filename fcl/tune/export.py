@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -206,7 +207,7 @@ def on_storage(fn, *args):
 def trial_ids(trials: list[TrialOutcome]) -> list[str]:
     """Config hash; equal configs (num_samples > 1 over a grid) get -1, -2, ... in Ray's order."""
     hashes = [config_hash(t.config) for t in trials]
-    counts = {h: hashes.count(h) for h in hashes}
+    counts = Counter(hashes)
     seen: dict[str, int] = {}
     ids = []
     for h, t in sorted(zip(hashes, trials), key=lambda p: (p[0], p[1].order)):
