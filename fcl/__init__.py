@@ -9,7 +9,15 @@
 `import fcl`, e.g. for `fcl.__version__`, stays instant and imports neither torch nor Ray. The
 Ray Tune layer is `fcl.tune` (it imports Ray).
 """
+import os
+
 __version__ = "0.1.0"
+
+# OpenMP's threads (torch's intra-op pool) sleep when idle instead of spinning. With its default
+# at every parallel region, and a run beside other busy processes slowed down far more than its
+# share of the CPUs explains (docs/benchmarks.md, "Threads under load"). It changes no number a
+# run computes. OpenMP reads it when torch loads, so it is set before; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _LAZY = {"run": "fcl.api", "configure": "fcl.api", "load_model": "fcl.saved_model"}
 __all__ = ["__version__", "configure", "load_model", "run"]
