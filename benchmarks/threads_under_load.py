@@ -13,15 +13,20 @@ its share of the CPUs explains. This script measures that, per condition:
   variants and ended after them.
 
 Variants, interleaved within each repetition, each a fresh `fcl run --preset P --json --quiet`
-subprocess (imports, data, the run), with the variable OMP_WAIT_POLICY unset in its environment:
-- **fcl's default**: fcl sets `OMP_WAIT_POLICY=PASSIVE` before torch loads (`fcl/__init__.py`):
-  OpenMP's idle threads sleep instead of spinning; this changes no number a run computes;
+subprocess (imports, data, the run), with no OpenMP variable in its environment:
+- **fcl's default**: fcl sets `GOMP_SPINCOUNT=10000` before torch loads (`fcl/__init__.py`): GNU
+  OpenMP's threads spin that many times at a parallel region, then sleep (its own default is
+  300,000); this changes no number a run computes;
 - **OpenMP's default**: the same command with torch imported before fcl, so OpenMP starts with
   its own wait policy (spin at each parallel region, then sleep): fcl before that choice;
-- each with `run.threads=1` too.
+- `--policies NAME=VALUE`: an OpenMP variable of the user's (e.g. `GOMP_SPINCOUNT=10000`: spin that
+  many times at a parallel region, then sleep; `OMP_WAIT_POLICY=PASSIVE`: sleep at once), with
+  torch imported before fcl;
+- each with every `--threads` (default: torch's default and `run.threads=1`).
 Prints every repetition (wall time of the process, the run's training samples/s and final ACC,
 which must be equal within a thread count), then per variant and condition the median wall and
-its speed against OpenMP's default threads in the same condition.
+its speed against the first variant (`--threads`' first with `--policies`' first) in the same
+condition.
 """
 from __future__ import annotations
 
@@ -37,14 +42,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SPIN = "while True:\n    pass\n"
 
-# name -> (config keys, whether torch loads before fcl: OpenMP's own wait policy)
-VARIANTS: dict[str, tuple[list[str], bool]] = {
-    "default threads, OpenMP's wait policy": ([], True),
-    "default threads, fcl's (PASSIVE)": ([], False),
-    "run.threads=1, OpenMP's wait policy": (["run.threads=1"], True),
-    "run.threads=1, fcl's (PASSIVE)": (["run.threads=1"], False),
-}
-BASE = "default threads, OpenMP's wait policy"
+OPENMP, FCL = "openmp", "fcl"
+OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
+POLICY_NAMES = {OPENMP: "OpenMP's wait policy", FCL: "fcl's wait policy"}
+
+
+def variants(threads: list[int], policies: list[str]) -> dict[str, tuple[list[str], str]]:
+    """name -> (config keys, policy), every thread count with every policy."""
+    out = {}
+    for n in threads:
+        for policy in policies:
+            where = "default threads" if n == 0 else f"run.threads={n}"
+            out[f"{where}, {POLICY_NAMES.get(policy, policy)}"] = (
+                [f"run.threads={n}"] if n else [], policy)
+    return out
+
+
 TORCH_FIRST = "import sys, torch; from fcl.cli import main; sys.exit(main())"
 
 
@@ -61,10 +74,15 @@ def cpu_in_words() -> str:
             f"{'native bf16 (avx512_bf16)' if flags else 'no native bf16'}")
 
 
-def one_run(preset: str, sets: list[str], torch_first: bool) -> tuple[float, float, str]:
-    """(process wall s, the run's samples/s, the run's final ACC as printed)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
-    start_cmd = ["-c", TORCH_FIRST] if torch_first else ["-m", "fcl"]
+def one_run(preset: str, sets: list[str], policy: str) -> tuple[float, float, str]:
+    """(process wall s, the run's samples/s, the run's final ACC as printed). `policy`: fcl (the
+    plain command), openmp (torch imported before fcl: OpenMP's own default), or NAME=VALUE (an
+    OpenMP variable, e.g. GOMP_SPINCOUNT=10000, with torch imported before fcl)."""
+    env = {k: v for k, v in os.environ.items() if k not in OPENMP_VARIABLES}
+    name, _, value = policy.partition("=")
+    if value:
+        env[name] = value
+    start_cmd = ["-m", "fcl"] if policy == FCL else ["-c", TORCH_FIRST]
     cmd = [sys.executable, *start_cmd, "run", "--preset", preset, "--json", "--quiet"]
     if sets:
         cmd += ["--set", *sets]
@@ -84,7 +102,13 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=2, help="repetitions per condition (default 2)")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                    help="config keys of every variant (e.g. rounds=4)")
+    p.add_argument("--threads", type=int, nargs="+", default=[0, 1],
+                   help="run.threads values (0: torch's default; default: 0 1)")
+    p.add_argument("--policies", nargs="+", default=[OPENMP, FCL],
+                   help="openmp, fcl, or NAME=VALUE of an OpenMP variable (default: openmp fcl)")
     args = p.parse_args()
+    runs = variants(args.threads, args.policies)
+    base = next(iter(runs))
     print(f"CPU: {cpu_in_words()}; preset {args.preset} {' '.join(args.set)}")
     print("| condition | rep | variant | wall (s) | samples/s | ACC | load before |")
     print("|---|---|---|---|---|---|---|")
@@ -93,9 +117,9 @@ def main() -> None:
         spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(busy)]
         try:
             for rep in range(1, args.reps + 1):
-                for name, (sets, torch_first) in VARIANTS.items():
+                for name, (sets, policy) in runs.items():
                     load = os.getloadavg()[0]
-                    wall, rate, acc = one_run(args.preset, args.set + sets, torch_first)
+                    wall, rate, acc = one_run(args.preset, args.set + sets, policy)
                     walls.setdefault((condition, name), []).append(wall)
                     print(f"| {condition} | {rep} | {name} | {wall:.1f} | {rate:.0f} | {acc} "
                           f"| {load:.1f} |", flush=True)
@@ -104,15 +128,15 @@ def main() -> None:
                 s.kill()
                 s.wait()
     print()
-    print(f"Medians over {args.reps} repetitions; speed: the median wall of {BASE!r} in the "
+    print(f"Medians over {args.reps} repetitions; speed: the median wall of {base!r} in the "
           "same condition / the variant's (above 1: faster)")
     print()
     print("| condition | variant | median wall (s) | speed |")
     print("|---|---|---|---|")
     for (condition, name), values in walls.items():
-        base = statistics.median(walls[(condition, BASE)])
         med = statistics.median(values)
-        print(f"| {condition} | {name} | {med:.1f} | {base / med:.2f}x |")
+        print(f"| {condition} | {name} | {med:.1f} | "
+              f"{statistics.median(walls[(condition, base)]) / med:.2f}x |")
 
 
 if __name__ == "__main__":
