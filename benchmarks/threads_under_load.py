@@ -8,7 +8,8 @@ A single run computes with torch's intra-op threads (as many as the CPUs; `run.t
 leaves torch's default). When other processes keep those CPUs busy, OpenMP's threads wait for
 each other at every parallel region, and a run can slow down many times over, far more than
 its share of the CPUs explains. This script measures that, per condition:
-- **alone**: nothing else runs (the load average is printed: a busy machine shows here);
+- **alone**: nothing else runs (each row prints the load average before it: a busy machine
+  shows in that column);
 - **beside N busy**: `--busy` processes spin a CPU each (a pure-Python loop), started before the
   variants and ended after them.
 

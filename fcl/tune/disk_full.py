@@ -33,7 +33,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -41,12 +40,11 @@ from collections.abc import Iterator
 from ray import tune
 
 from fcl.config import ConfigError
+from fcl.tune import stop_request
 from fcl.tune.progress import filtered_ray_logs
 
 NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28")
-_FULL: list[str] = []                 # the trials that hit a full disk (per driver)
 _RESERVES: list[str] = []             # the reserve files of the study running (per driver)
-_STAGING: list[tuple[str, str]] = []  # (Tune's staging folder, the storage's) of the study
 RESERVES = (".fcl-reserve", ".fcl-reserve-repair")
 
 
@@ -69,11 +67,10 @@ class StopOnDiskFull(tune.Callback):
                 text = f.read()
         except OSError:
             text = ""
-        if says_disk_full(text) and not _FULL:
-            _FULL.append(str(trial))
-            _STAGING.append((trial.local_experiment_path, trial.remote_experiment_path))
+        if says_disk_full(text) and not stop_request.stops(stop_request.DISK_FULL):
             free_reserves(keep=1)
-            os.kill(os.getpid(), signal.SIGINT)      # Tune's handler: stop, keep the state
+            stop_request.request_stop(stop_request.DISK_FULL, str(trial), (
+                trial.local_experiment_path, trial.remote_experiment_path))
 
 
 class _NoSpaceTracebacks(logging.Filter):
@@ -81,7 +78,8 @@ class _NoSpaceTracebacks(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         return not (says_disk_full(record.getMessage()) or
                     (exc is not None and says_disk_full(str(exc))) or
-                    (_FULL and record.levelno < logging.CRITICAL))
+                    (stop_request.stops(stop_request.DISK_FULL) and
+                     record.levelno < logging.CRITICAL))
 
 
 def make_reserves(folder: str) -> None:
@@ -205,20 +203,19 @@ def _reads_back(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def watch(folder: str) -> Iterator[list[str]]:
-    """Yields a list that is non-empty once a trial hit a full disk (Tune then stops); keeps
-    the reserve files in `folder` (Tune's state of the study) meanwhile, and after a full disk
-    restores Tune's experiment state there from its staging copy."""
-    _FULL.clear()
-    _STAGING.clear()
+def watch(folder: str) -> Iterator[None]:
+    """Keeps the reserve files in `folder` (Tune's state of the study) while the block runs;
+    after a full disk (a DISK_FULL stop, `fcl.tune.stop_request`) restores Tune's experiment
+    state there from its staging copy."""
     make_reserves(folder)
     try:
         with filtered_ray_logs(_NoSpaceTracebacks()):
-            yield _FULL
+            yield
     finally:
         free_reserves()
-        if _STAGING:
-            staging, storage = _STAGING[0]
+        full = stop_request.stops(stop_request.DISK_FULL)
+        if full:
+            staging, storage = full[0].paths
             kept = stash(staging, storage)
             if restore_experiment_state(staging, storage):
                 if kept:

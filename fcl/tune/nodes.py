@@ -6,8 +6,6 @@ trial (nodes left, or Ray reports the request infeasible)."""
 from __future__ import annotations
 
 import math
-import os
-import signal
 import time
 from dataclasses import dataclass
 
@@ -15,6 +13,7 @@ import ray
 from ray import tune
 
 from fcl.config import ConfigError
+from fcl.tune import stop_request
 
 
 @dataclass(frozen=True)
@@ -105,14 +104,11 @@ def placement_line(nodes: list[Node], cpus: float, gpus: float, max_concurrent: 
     return line
 
 
-_STOPPED: list[str] = []              # why the study was stopped (per driver)
-
-
 class InfeasibleWatch(tune.Callback):
     """Driver side: stops the study (as Ctrl-C does: Tune's state is kept for `--resume`) once
     no live node can hold a trial of `cpus` CPUs and `gpus` GPUs, instead of waiting on
-    trials that can never be placed; `stopped()` then holds the one line to end with (a list
-    of this module, not of the callback: a resumed Tuner runs the callback it pickled)."""
+    trials that can never be placed; the NO_NODE stop (`fcl.tune.stop_request`) then holds the
+    one line to end with."""
 
     def __init__(self, cpus: float, gpus: float, every_s: float = 2.0):
         self.cpus, self.gpus, self.every_s = cpus, gpus, every_s
@@ -120,18 +116,14 @@ class InfeasibleWatch(tune.Callback):
 
     def on_step_begin(self, iteration, trials, **info):
         now = time.monotonic()
-        if _STOPPED or now - self._last < self.every_s:
+        if stop_request.stops(stop_request.NO_NODE) or now - self._last < self.every_s:
             return
         self._last = now
         live = alive_nodes()
         if not any(slots(n, self.cpus, self.gpus) for n in live):
             waiting = sum(t.status in ("PENDING", "RUNNING", "PAUSED") for t in trials)
-            _STOPPED.append(infeasible_line(live, self.cpus, self.gpus, waiting))
-            os.kill(os.getpid(), signal.SIGINT)        # Tune's handler: stop, keep the state
-
-
-def stopped() -> list[str]:
-    return _STOPPED
+            stop_request.request_stop(stop_request.NO_NODE,
+                                      infeasible_line(live, self.cpus, self.gpus, waiting))
 
 
 def infeasible_line(nodes: list[Node], cpus: float, gpus: float, waiting: int) -> str:

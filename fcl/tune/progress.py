@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import statistics
 import threading
@@ -22,10 +21,10 @@ from ray import tune
 from fcl.cli import clock
 from fcl.intervals import accuracy_interval
 from fcl.results_io import ERROR, TERMINATED
+from fcl.tune import stop_request
 from fcl.tune.ray_private import mute_worker_output, unmute_worker_output
 from fcl.tune.report import TUNE_TIME_TOTAL
 
-_INTERRUPTED: list[int] = []          # non-empty once Tune has seen a stop signal (per driver)
 STOP_MESSAGE = "Stop signal received"
 
 
@@ -33,7 +32,7 @@ class Reporter(tune.CLIReporter):
     """Tune's CLI table, silent once the study is interrupted."""
 
     def should_report(self, trials, done: bool = False) -> bool:
-        return not _INTERRUPTED and super().should_report(trials, done)
+        return not stop_request.stops() and super().should_report(trials, done)
 
 
 def study_line(done: int, running: int, failed: int, to_go: int, elapsed: float,
@@ -110,9 +109,9 @@ def best_line(trials_df: pd.DataFrame, keys: list[str],
 class _AfterInterrupt(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if STOP_MESSAGE in record.getMessage():
-            _INTERRUPTED.append(1)
+            stop_request.note_tune_stopping()
             mute_worker_output()        # the trials' own shutdown noise too
-        return not _INTERRUPTED or record.levelno >= logging.ERROR
+        return not stop_request.stops() or record.levelno >= logging.ERROR
 
 
 @contextlib.contextmanager
@@ -132,37 +131,32 @@ def filtered_ray_logs(log_filter: logging.Filter):
 @contextlib.contextmanager
 def sigterm_as_ctrl_c():
     """SIGTERM (what SLURM, Kubernetes and `timeout` send to stop a job) stops the study as
-    Ctrl-C does: Tune's SIGINT handler stops the trials and keeps its state for `--resume`.
-    Entered once Ray is up, because Ray's core worker installs a failure handler for SIGTERM
-    that dumps its C++ stack and aborts the driver. Yields a list that is non-empty once SIGTERM
-    arrived. Only the main thread can take signals; elsewhere SIGTERM keeps its handler."""
-    received: list[int] = []
+    Ctrl-C does (`stop_request.request_stop`). Entered once Ray is up, because Ray's core worker
+    installs a failure handler for SIGTERM that dumps its C++ stack and aborts the driver. Only
+    the main thread can take signals; elsewhere SIGTERM keeps its handler."""
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield
         return
-
-    def to_sigint(signum, frame):
-        received.append(signum)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    previous = signal.signal(signal.SIGTERM, to_sigint)
+    previous = signal.signal(signal.SIGTERM,
+                             lambda signum, frame: stop_request.request_stop(stop_request.SIGTERM))
     try:
-        yield received
+        yield
     finally:      # a handler installed outside Python (Ray's) reads back as None: the default
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 @contextlib.contextmanager
 def quiet_interrupt():
-    """Yields a list that is non-empty once Tune received a stop signal (Ctrl-C, SIGTERM);
-    from then on Ray's warnings are dropped until the block ends, and the workers' output
-    until the next study starts: stopped trials go on dying after the block (an "Exception
-    ignored" traceback from a trial's SIGTERM), which would print after the study's last line."""
-    _INTERRUPTED.clear()
+    """Starts the study's record of stops (`fcl.tune.stop_request`); once Tune received a stop
+    signal (Ctrl-C, SIGTERM, or fcl's own), Ray's warnings are dropped until the block ends,
+    and the workers' output until the next study starts: stopped trials go on dying after the
+    block (an "Exception ignored" traceback from a trial's SIGTERM), which would print after
+    the study's last line."""
+    stop_request.clear()
     unmute_worker_output()              # a study interrupted earlier in this process
     try:
         with filtered_ray_logs(_AfterInterrupt()):
-            yield _INTERRUPTED
+            yield
     finally:
-        if not _INTERRUPTED:
+        if not stop_request.stops():
             unmute_worker_output()

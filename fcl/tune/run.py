@@ -27,7 +27,7 @@ from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations, nodes,
-                      progress, state as states)
+                      progress, state as states, stop_request)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.optuna_storage import dashboard_command
@@ -102,17 +102,15 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         # (not under Ray Client: Tune's loop, and so the callback's signal, runs on the head)
         watch = None if autoscales or cluster.is_client() else nodes.InfeasibleWatch(res.cpus,
                                                                                     res.gpus)
-        nodes.stopped().clear()
         part = stored_part(plan)
         tune_plan = replace(plan, space=extend.missing_space(plan.space, part)) if part else plan
-        grid, interrupted, full = fit(tune_plan, state, res, out, table, watch, t0,
-                                      plan.manifest())
-        if nodes.stopped():
-            raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", nodes.stopped()[0],
+        grid, interrupted = fit(tune_plan, state, res, out, table, watch, t0, plan.manifest())
+        if no_node := stop_request.stops(stop_request.NO_NODE):
+            raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", no_node[0].detail,
                               f"the same command with --resume once a node fits: "
                               f"{resume_command(plan.opts)}")
-        if full:
-            raise disk_full_error(plan.opts, state, f"trial {full[0]}")
+        if full := stop_request.stops(stop_request.DISK_FULL):
+            raise disk_full_error(plan.opts, state, f"trial {full[0].detail}")
         try:
             return export_study(plan, grid, interrupted, time.perf_counter() - t0, out, part)
         except OSError as e:
@@ -128,23 +126,25 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
         table: bool = False, watch: nodes.InfeasibleWatch | None = None,
         start: float | None = None, record: Manifest | None = None):
     """Tune's run of the study (the resume policy checked first): (ResultGrid, the signal that
-    interrupted it or "", the trials that hit a full disk). `start`: the driver's start, for
-    the elapsed time; `record`: the whole study's manifest where Tune runs part of it."""
+    interrupted it or ""); why it stopped early is in `fcl.tune.stop_request`'s record. `start`:
+    the driver's start, for the elapsed time; `record`: the whole study's manifest where Tune
+    runs part of it."""
     states.enter(state, plan.opts, record or plan.manifest())
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results, plan.opts.optuna_storage)}",
               file=out, flush=True)
     tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
-    with progress.sigterm_as_ctrl_c() as terminated, progress.quiet_interrupt() as interrupted, \
-            disk_full.watch(state.path) as full, progress.filtered_ray_logs(export.OneLineFailures()):
+    with progress.quiet_interrupt(), progress.sigterm_as_ctrl_c(), disk_full.watch(state.path), \
+            progress.filtered_ray_logs(export.OneLineFailures()):
         try:
             grid = tuner.fit()
         except Exception:            # reading back what the full disk truncated (error.pkl)
-            if not full:
+            if not stop_request.stops(stop_request.DISK_FULL):
                 raise
             grid = None
-    stop = "SIGTERM" if terminated else "SIGINT" if interrupted else ""
-    return grid, stop, list(full)
+    stop = ("SIGTERM" if stop_request.stops(stop_request.SIGTERM) else
+            "SIGINT" if stop_request.stops() else "")
+    return grid, stop
 
 
 def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> ConfigError:
