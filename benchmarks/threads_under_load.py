@@ -41,11 +41,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fcl.bench import describe_machine  # noqa: E402
 SPIN = "while True:\n    pass\n"
 
 OPENMP, FCL = "openmp", "fcl"
 OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
 POLICY_NAMES = {OPENMP: "OpenMP's wait policy", FCL: "fcl's wait policy"}
+TORCH_FIRST = "import sys, torch; from fcl.cli import main; sys.exit(main())"
 
 
 def variants(threads: list[int], policies: list[str]) -> dict[str, tuple[list[str], str]]:
@@ -57,22 +61,6 @@ def variants(threads: list[int], policies: list[str]) -> dict[str, tuple[list[st
             out[f"{where}, {POLICY_NAMES.get(policy, policy)}"] = (
                 [f"run.threads={n}"] if n else [], policy)
     return out
-
-
-TORCH_FIRST = "import sys, torch; from fcl.cli import main; sys.exit(main())"
-
-
-def cpu_in_words() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        text = f.read()
-    for line in text.splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    flags = "avx512_bf16" in text
-    return (f"{model}, {os.cpu_count()} logical CPUs, "
-            f"{'native bf16 (avx512_bf16)' if flags else 'no native bf16'}")
 
 
 def one_run(preset: str, sets: list[str], policy: str) -> tuple[float, float, str]:
@@ -110,7 +98,7 @@ def main() -> None:
     args = p.parse_args()
     runs = variants(args.threads, args.policies)
     base = next(iter(runs))
-    print(f"CPU: {cpu_in_words()}; preset {args.preset} {' '.join(args.set)}")
+    print(f"{describe_machine('cpu')}; preset {args.preset} {' '.join(args.set)}")
     print("| condition | rep | variant | wall (s) | samples/s | ACC | load before |")
     print("|---|---|---|---|---|---|---|")
     walls: dict[tuple[str, str], list[float]] = {}

@@ -69,7 +69,7 @@ MAX_SAMPLES = 100_000
 def build_parser(study: Study) -> argparse.ArgumentParser:
     searcher = study.searcher
     p = OneLineParser(prog=f"studies/{study.name}.py", description=study.doc,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="local", choices=list(STUDY_PRESETS),
                    metavar="PRESET", help=presets_help(study.family))
     p.add_argument("--address", help="Ray cluster to join (default: $RAY_ADDRESS, else start a "
