@@ -15,7 +15,7 @@ with AVX512-BF16 or AMX, or a GPU); on an AVX2-only CPU it is several times slow
 and a warning says so when a run starts. `auto` picks bf16 only where it is native. NHWC paid
 on an AVX-512 CPU with native bf16 (1.23-1.89x in fp32, 1.15-1.2x over NCHW bf16) and lost on
 an AVX2-only one (0.77-0.99x): `run.channels_last=auto` is NHWC on an AVX-512 CPU. See
-README, Benchmark.
+docs/benchmarks.md.
 """
 from __future__ import annotations
 

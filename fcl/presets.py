@@ -70,17 +70,21 @@ FLOCORA_SIZES = ("rounds", "data.num_clients", "participation.fraction", "model.
                  "client.local_epochs", "eval.every")
 FLOCORA_RECIPE = {k: v for k, v in FLOCORA.items() if k not in FLOCORA_SIZES}
 
+# How resnet_tiny at width 16 (the NetTailor presets' model) computes fastest on a CPU: fp32, in
+# the layout and evaluation batch of the device (the defaults, run.channels_last=auto and
+# eval.batch_size=auto). On the AVX-512 CPU with native bf16 measured (docs/benchmarks.md),
+# NetTailor at `local` trained at 1.89x fp32 NCHW in fp32 + NHWC against 1.53x in bf16 + NHWC,
+# and the 36-trial optimizers study at cifar10-local ran in 3.6 min in fp32 + NHWC against
+# bf16 + NHWC's 3.9 and bf16 + NCHW's 7.1. Larger models (ResNet-8: bf16 + NHWC 1.95-2.26x fp32)
+# keep the default run.precision=auto.
+TINY_FP32 = {"run.precision": "fp32"}
+
 # The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data holds torchvision's
-# cifar-10-batches-py (where its download with root=data puts it).
-# The layout and the evaluation batch are the device's (run.channels_last=auto: NHWC on an
-# AVX-512 CPU or a GPU; eval.batch_size=auto: on a CPU a batch whose activations stay in
-# cache). On a CPU the FCL studies compute in fp32: on the AVX-512 CPU with native bf16 measured,
-# fp32 + NHWC ran the 36-trial optimizers study in 3.6 min against bf16 + NHWC's 3.9 and bf16 +
-# NCHW's 7.1 (README, Benchmark). The studies stored before these ran bf16 (auto), NCHW, eval
-# batch 1024 (results/README.md).
+# cifar-10-batches-py (where its download with root=data puts it). The studies stored before
+# these settings ran bf16 (auto), NCHW, eval batch 1024 (results/README.md).
 CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "data.num_clients": 5, "client.local_epochs": 2, "server.tau": 0.1, "eval.every": 5,
-           "run.channels_last": "auto", "eval.batch_size": "auto"}
+           **TINY_FP32}
 
 # Backbones `fcl pretrain` made, shipped in the package (fcl/weights/README.md: the command of
 # each); a preset names one as `fcl:NAME` (fcl/shipped_weights.py), the same on every machine.
@@ -96,7 +100,7 @@ PRESETS: dict[str, dict] = {
     "flocora-local": {
         **FLOCORA, "rounds": 20, "data.num_clients": 10, "participation.fraction": 0.5,
         "data.train_per_class": 60, "data.test_per_class": 50, "model.backbone": "resnet_tiny",
-        "model.width": 32, "client.local_epochs": 2, "eval.every": 5, "run.precision": "auto",
+        "model.width": 32, "client.local_epochs": 2, "eval.every": 5,
     },
     # Split CIFAR-10 (torchvision's cifar-10-batches-py under data.root) at study sizes: 5 tasks
     # x 2 classes, 5 IID clients, 300 training / 100 test images per class, R = 25, K = 2; a
@@ -105,7 +109,7 @@ PRESETS: dict[str, dict] = {
     # eta 1: 63.9). cifar10-gpu: the same recipe on 1000 training / 200 test images per class
     # (3.3x the training samples), meant for one GPU machine running every study (studies/gpu;
     # not yet timed on a GPU). The GPU presets batch clients where they run on a GPU
-    # (run.client_batching=auto: on CUDA, off on a CPU, where it lost; README, Benchmark).
+    # (run.client_batching=auto: on CUDA, off on a CPU, where it lost; docs/benchmarks.md).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
     # cifar10-local on a frozen pretrained backbone (results/README.md, "Which backbone": the
@@ -133,8 +137,7 @@ PRESETS: dict[str, dict] = {
                               "data.root": "data", "data.num_clients": 10,
                               "participation.fraction": 0.5, "data.train_per_class": 300,
                               "data.test_per_class": 100, "model.backbone": "resnet_tiny",
-                              "model.width": 32, "client.local_epochs": 2, "eval.every": 5,
-                              "run.precision": "auto"},
+                              "model.width": 32, "client.local_epochs": 2, "eval.every": 5},
     "flocora-cifar10-gpu": {**FLOCORA, "rounds": 20, "data.name": "cifar10", "data.root": "data",
                             "client.local_epochs": 2, "eval.every": 5,
                             "run.client_batching": "auto"},
@@ -145,14 +148,13 @@ PRESETS: dict[str, dict] = {
         "rounds": 10, "data.num_tasks": 5, "data.num_clients": 3,
         "data.train_per_class": 200, "data.test_per_class": 50,
         "client.local_epochs": 2, "eval.every": 1, "server.optimizer": "fedsgd",
-        "server.lr": 1.0,
+        "server.lr": 1.0, **TINY_FP32,
     },
-    # run.precision=auto in local and in flocora-local: bf16 where the device has native
-    # kernels (a GPU, an AMX CPU), fp32 elsewhere; bf16 passed the accuracy check (README,
-    # Benchmark)
+    # bf16 passed the accuracy check at `local` and `flocora-local` (docs/benchmarks.md); at
+    # `local`'s width 16, fp32 + NHWC was faster still (TINY_FP32)
     "local": {
         "rounds": 50, "data.num_tasks": 5, "data.num_clients": 5,
-        "client.local_epochs": 2, "eval.every": 5, "run.precision": "auto",
+        "client.local_epochs": 2, "eval.every": 5, **TINY_FP32,
     },
     # Table 2 as printed: its data set is CIFAR-100, split into 10 tasks of 10 classes.
     "paper": {**TABLE2, "data.name": "cifar100", "model.input_size": 72},

@@ -406,7 +406,7 @@ def test_fcl_run_help_shows_the_presets_values_as_defaults():
                 if line.startswith("  ") and " default " in line}
 
     local, smoke = help_of("--preset", "local"), help_of("--preset", "smoke")
-    assert local["eval.every"] == "5" and local["run.precision"] == "'auto'"
+    assert local["eval.every"] == "5" and local["run.precision"] == "'fp32'"
     assert smoke["rounds"] == str(preset("smoke").rounds)
     assert help_of() == local                                   # `fcl run`'s default preset
 
