@@ -24,7 +24,8 @@ process:
   the last round at Flower's customary `test()` batch of 100 (`torch.no_grad`, `.item()` per
   batch) in the ServerApp's process with `--threads` torch threads. Rounds are timed on the
   server: from the strategy's `configure_train` to the end of the round's `evaluate_fn` call.
-- fcl fp32: `run.precision=fp32 run.channels_last=false`, the preset's evaluation batch.
+- fcl fp32: `run.precision=fp32 run.channels_last=false eval.batch_size=1024` (the defaults
+  before issue 37 made them the device's).
 - fcl fast: `run.precision=auto run.channels_last=auto eval.batch_size=auto` (bf16 and NHWC
   where the CPU has native bf16 / AVX-512, fp32 and NCHW elsewhere; `fcl/compute_mode.py`).
   Each fcl mode runs as one run with `--threads` threads and as `--parallel` runs of one thread
@@ -68,7 +69,8 @@ SCRIPT = str(Path(__file__).resolve())
 MODULE = "fcl_flower_side_by_side"        # this file's name when a Ray worker imports it
 FLOWER_EVAL_BATCH = 100                   # the batch of the `test()` of Flower's examples
 WORKLOAD = {"model.adapter": "full", "rounds": 6, "client.local_epochs": 1}
-FCL_MODES = {"fp32": {"run.precision": "fp32", "run.channels_last": "false"},
+FCL_MODES = {"fp32": {"run.precision": "fp32", "run.channels_last": "false",
+                      "eval.batch_size": 1024},
              "fast": {"run.precision": "auto", "run.channels_last": "auto",
                       "eval.batch_size": "auto"}}
 SMOKE = {"rounds": 2, "data.num_clients": 2, "participation.fraction": 1.0,

@@ -69,7 +69,7 @@ def main() -> None:
     t["training, all rounds"] = train
     t[f"evaluation x{len(plan.due)} (batch {plan.eval_batch}, NHWC {plan.eval_channels_last})"] \
         = ev
-    t[f"evaluation x{len(plan.due)} at batch 1024 (eval.batch_size's default)"] = ev_1024
+    t[f"evaluation x{len(plan.due)} at batch 1024 (eval.batch_size's old default)"] = ev_1024
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
         torch.save((state, []), os.path.join(d, "run_state.pt"))

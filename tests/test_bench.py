@@ -11,7 +11,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_bench_table_measures_every_mode_of_every_workload():
     tiny = {"tiny": ("smoke", {"data.num_tasks": 1, "schedule.order": "sync",
                                "data.train_per_class": 4, "data.test_per_class": 2,
-                               "model.width": 8})}
+                               "model.width": 8, "eval.batch_size": 1024})}
     both = bench_table(tiny, ["fp32", "fp32+batch"], rounds=2, warmup=False)
     rows = [r for r in both if isinstance(r, Row)]
     evals = [r for r in both if isinstance(r, EvalRow)]
