@@ -11,7 +11,8 @@ from synthetic import SMALL, one_thread, synthetic_data  # noqa: F401  (one_thre
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-BASE = {**SMALL, "data.num_tasks": 1, "rounds": 2, "eval.every": 1}
+# NCHW unless a test says otherwise (the default, auto, is NHWC on an AVX-512 CPU)
+BASE = {**SMALL, "data.num_tasks": 1, "rounds": 2, "eval.every": 1, "run.channels_last": "false"}
 
 
 def run_with(data, **runtime):
@@ -23,7 +24,7 @@ def run_with(data, **runtime):
 
 def test_forward_context_autocasts_only_in_bf16():
     cpu = torch.device("cpu")
-    with ComputeMode.from_config(RuntimeConfig(), cpu).forward_context():
+    with ComputeMode.from_config(RuntimeConfig(precision="fp32"), cpu).forward_context():
         assert not torch.is_autocast_enabled("cpu")
     with pytest.warns(RuntimeWarning) if not torch.ops.mkldnn._is_mkldnn_bf16_supported() \
             else _nothing():
