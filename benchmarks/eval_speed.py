@@ -33,7 +33,8 @@ from fcl.presets import preset  # noqa: E402
 WORKLOADS = {
     "cifar10-local": ("cifar10-local", {}),
     "resnet8": ("flocora-cifar10-local", {"model.backbone": "resnet8", "data.num_clients": 2,
-                                          "data.train_per_class": 10}),
+                                          "data.train_per_class": 10,
+                                          "data.test_per_class": 100}),
 }
 # the run's modes (run.channels_last: the weights in NHWC too)
 MODES = {"fp32": {"run.precision": "fp32", "run.channels_last": False},
