@@ -148,7 +148,8 @@ def test_every_preset_computes_as_measured_fastest_on_the_device():
     default = RunConfig()
     assert (default.run.precision, default.run.channels_last, default.eval.batch_size) == (
         "auto", "auto", 0)
-    fp32 = {"smoke", "local", "cifar10-local", "cifar10-local-pretrained", "cifar10-drift"}
+    fp32 = {"smoke", "local", "cifar10-local", "cifar10-local-pretrained", "cifar10-drift",
+            "flocora-cifar10-local"}
     for name in PRESETS:
         cfg = preset(name)
         assert (cfg.run.channels_last, cfg.eval.batch_size) == ("auto", 0), name
