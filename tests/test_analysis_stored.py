@@ -42,12 +42,14 @@ def test_figures_rewrite_the_committed_tables_and_csvs_byte_for_byte(tmp_path, m
     assert figures_main(["--out", str(tmp_path)]) == 0
     assert table1_main(["--out", str(tmp_path)]) == 0         # counted from models, no study
     committed = sorted(p.name for p in FIGURES.iterdir() if p.suffix in (".csv", ".md"))
-    assert len(committed) == 21                 # 15 figures' CSVs, 5 tables' CSV + MD
+    assert len(committed) == 25                 # 11 figures' CSVs, 7 tables' CSV + MD
     differ = [n for n in committed if (tmp_path / n).read_bytes() != (FIGURES / n).read_bytes()]
     assert differ == []
     for md in (p for p in FIGURES.glob("*.md") if p.stem != "flocora_table1"):
-        study = {"table3": "optimizers", "table4": "fcl_methods", "flocora_table3":
-                 "flocora_quantization", "drift_correction_table": "drift_correction"}[md.stem]
+        study = {"table3": "optimizers", "table4": "fcl_methods",
+                 "flocora_table2": "flocora_layers", "flocora_table3": "flocora_quantization",
+                 "flocora_table4": "flocora_compare",
+                 "drift_correction_table": "drift_correction"}[md.stem]
         source = source_of(study)
         manifest = read_manifest(source / study)
         last = md.read_text().splitlines()[-1]

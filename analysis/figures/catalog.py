@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from analysis.figures import drift_correction, fcl_paper, fcl_paper_tables, flocora, flocora_table4
+from analysis.figures import (drift_correction, fcl_paper, fcl_paper_tables, flocora,
+                              flocora_table2, flocora_table4)
 from analysis.figures.files import Produced, save_data_csv
 from analysis.output_paths import first_path_problem, unwritable_folder
 from analysis.study_folder import holds_study
@@ -69,6 +70,8 @@ FIGURES: dict[str, Figure] = {
     "flocora_fig3": Figure(("flocora_quantization",), flocora.fig3_flocora,
                            "FLoCoRA Fig. 3: accuracy over rounds, FedAvg vs FP vs quantized",
                            ("flocora_rank_alpha",)),
+    "flocora_table2": Figure(("flocora_layers",), flocora_table2.table_ii_flocora,
+                             "FLoCoRA Table II: which layers train beside the adapters"),
     "flocora_table3": Figure(("flocora_quantization",), flocora.table_iii_flocora,
                              "FLoCoRA Table III: TCC against FedAvg and accuracy per bit width",
                              ("flocora_rank_alpha",)),
