@@ -106,3 +106,15 @@ def mean_pm(mean: float, std: float, digits: int = 2) -> str:
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
+
+def same_seed_diff(row, reference: bool) -> str:
+    """A table cell for a same-seed difference from the reference row (`d_acc`, `d_ci95`,
+    `d_n` seeds): `+1.00 ± 2.48 (3 seeds)`, `0 (reference)` on the reference itself."""
+    if reference:
+        return "0 (reference)"
+    if not row["d_n"]:
+        return "-"
+    if row["d_n"] < 2:
+        return f"{row['d_acc']:+.2f} (1 seed, no interval)"
+    return f"{row['d_acc']:+.2f} ± {row['d_ci95']:.2f} ({int(row['d_n'])} seeds)"
+

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.figures.files import Produced, markdown_table, mean_pm, save_table
+from analysis.figures.files import Produced, markdown_table, mean_pm, same_seed_diff, save_table
 from analysis.labels import over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary
@@ -58,14 +58,6 @@ def table_ii_stats(trials: pd.DataFrame) -> pd.DataFrame:
     return stats.sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
 
-def _diff_text(r: pd.Series) -> str:
-    if r[HEAD] and not r[NORMS]:
-        return "0 (reference)"
-    if r["d_n"] < 2:
-        return "-" if not r["d_n"] else f"{r['d_acc']:+.2f} (1 seed, no interval)"
-    return f"{r['d_acc']:+.2f} ± {r['d_ci95']:.2f} ({int(r['d_n'])} seeds)"
-
-
 def table_ii_flocora(study: Study, out: Path) -> Produced:
     """FLoCoRA Table II from `flocora_layers` as Markdown + CSV (`flocora_table2`)."""
     require(study.trials, (HEAD, NORMS, "acc", "bytes_up", "bytes_down",
@@ -75,7 +67,8 @@ def table_ii_flocora(study: Study, out: Path) -> Produced:
               "TCC (MB)", "ACC (%)", "ACC - Vanilla, same seeds (95% CI)"]
     rows = [[r["row"], "yes" if r[HEAD] else "no (FC trained)", "yes" if r[NORMS] else "no",
              f"{int(round(r['trainable_params_per_task'])):,}", f"{r['tcc_mb']:.3f}",
-             mean_pm(r["acc_mean"], r["acc_std"]), _diff_text(r)]
+             mean_pm(r["acc_mean"], r["acc_std"]),
+             same_seed_diff(r, r[HEAD] and not r[NORMS])]
             for _, r in stats.iterrows()]
     md = (f"FLoCoRA Table II ({study.name}): which layers train beside the LoRA adapters; "
           f"trainable parameters of the model, total communication of the run (up + down, all "

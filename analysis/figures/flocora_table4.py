@@ -19,7 +19,8 @@ from matplotlib import colormaps
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from analysis.figures.curves import VALUE_RANGE, panels, tag
-from analysis.figures.files import Produced, markdown_table, mean_pm, save_figure, save_table
+from analysis.figures.files import (Produced, markdown_table, mean_pm, same_seed_diff,
+                                    save_figure, save_table)
 from analysis.labels import adapter_label, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary
@@ -129,16 +130,6 @@ def _seeds_text(mean: float, std: float, n: int) -> str:
     return mean_pm(mean, std) if n >= 2 else f"{mean:.2f} (1 seed)"
 
 
-def _diff_text(r: pd.Series) -> str:
-    if r["kind"] == "FedAvg":
-        return "0 (reference)"
-    if not r["d_n"]:
-        return "-"
-    if r["d_n"] < 2:
-        return f"{r['d_acc']:+.2f} (1 seed, no interval)"
-    return f"{r['d_acc']:+.2f} ± {r['d_ci95']:.2f} ({int(r['d_n'])} seeds)"
-
-
 MARKERS = {"FedAvg": "*", "LoRA": "o", "pruning": "v", "FedPara": "s", "ZeroFL": "D"}
 CMAPS = {"FedAvg": "Greys", "LoRA": "Blues", "pruning": "Oranges", "FedPara": "Greens",
          "ZeroFL": "Purples"}
@@ -198,7 +189,8 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
         rows = []
         for _, r in stats.iterrows():
             row = [r["method"], _seeds_text(r["acc_mean"], r["acc_std"], int(r["acc_n"])),
-                   _diff_text(r), f"{r['mb_per_client']:.3f}", f"{r['reduction']:.1f}x"]
+                   same_seed_diff(r, r["kind"] == "FedAvg"), f"{r['mb_per_client']:.3f}",
+                   f"{r['reduction']:.1f}x"]
             if values:
                 v = r["values_mb_per_client"]
                 row += ["-", "-"] if math.isnan(v) else \
