@@ -37,10 +37,11 @@ def test_a_study_never_calls_a_diverged_trial_best():
     df = pd.DataFrame({"status": ["TERMINATED"] * 3, "server.lr": [0.1, 1.0, 1e6],
                        "acc": [60.0, 70.0, 90.0], "diverged": [False, False, True],
                        "wall_s": [1.0, 1.0, 1.0]})
-    assert best_line(df, ["server.lr"]).startswith("best ACC 70.0%: server.lr=1 ")
-    assert summary_line(df).startswith("3 trials finished (1 diverged), 0 failed; best ACC 70.00%")
+    assert "the highest ACC, 70.0%: server.lr=1 " in best_line(df, ["server.lr"])
+    assert summary_line(df).startswith(
+        "3 trials finished (1 diverged), 0 failed; highest trial ACC 70.00%")
     stored = df.drop(columns="diverged")              # results stored before the flag
-    assert best_line(stored, ["server.lr"]).startswith("best ACC 90.0%")
+    assert "the highest ACC, 90.0%: server.lr=1e+06 " in best_line(stored, ["server.lr"])
 
 
 def test_the_bound_is_a_key_and_the_json_says_it(capsys):

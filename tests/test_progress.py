@@ -105,22 +105,43 @@ def test_a_study_ends_with_its_elapsed_time_from_the_drivers_start(tmp_path, mon
 
 
 def test_best_line_names_the_config_with_its_seeds_averaged():
-    df = pd.DataFrame({"client.lr": [0.05, 0.05, 0.1, 0.1, 0.1],
-                       "server.lr": [0.5, 0.5, 0.5, 0.5, 1.0], "seed": [0, 1, 0, 1, 0],
-                       "acc": [70.0, 69.8, 72.0, 60.2, 50.0],
-                       "status": ["TERMINATED"] * 4 + ["ERROR"]})
+    # 0.05 leads 0.1 by 1.0, 1.4, 1.2 on seeds 0-2: mean 1.2, sd 0.2, t(2) 4.303 -> ± 0.50
+    df = pd.DataFrame({"client.lr": [0.05] * 3 + [0.1] * 3 + [0.2],
+                       "server.lr": [0.5] * 7, "seed": [0, 1, 2, 0, 1, 2, 0],
+                       "acc": [70.0, 70.4, 69.3, 69.0, 69.0, 68.1, 50.0],
+                       "status": ["TERMINATED"] * 6 + ["ERROR"]})
     assert best_line(df, ["client.lr", "server.lr", "seed"]) == (
-        "best ACC 69.9%: client.lr=0.05, server.lr=0.5 (2 seeds)")
-    assert best_line(df, ["seed"]) == "best ACC 68.0% (4 seeds)"
+        "best ACC 69.9%: client.lr=0.05, server.lr=0.5 (3 seeds); same-seed difference to the "
+        "runner-up +1.2 ± 0.5, 3 seeds")
+    assert best_line(df, ["seed"]) == "best ACC 69.3% (6 seeds)"
     assert best_line(df.assign(status="ERROR"), ["client.lr"]) == ""
+
+
+def test_a_best_that_the_runner_up_is_within_reach_of_is_not_named():
+    # 0.05 - 0.1 per seed: +3.0, -1.0, +1.0 -> mean +1.0, sd 2.0, ± 4.303 * 2 / sqrt(3) = 4.97
+    df = pd.DataFrame({"client.lr": [0.05] * 3 + [0.1] * 3 + [0.01] * 3,
+                       "seed": [0, 1, 2] * 3,
+                       "acc": [72.0, 68.0, 70.0, 69.0, 69.0, 69.0, 40.0, 41.0, 42.0],
+                       "status": ["TERMINATED"] * 9})
+    assert best_line(df, ["client.lr"]) == (
+        "no best configuration: the highest ACC, 70.0%: client.lr=0.05 (3 seeds), cannot be "
+        "separated from client.lr=0.1 (same-seed difference to the runner-up +1.0 ± 5.0, "
+        "3 seeds)")
+    # one seed each: nothing to pair, so nothing is separated
+    one = df[df["seed"] == 0]
+    assert best_line(one, ["client.lr"]).startswith("no best configuration: the highest ACC, "
+                                                    "72.0%: client.lr=0.05 (1 seed), cannot be "
+                                                    "separated from client.lr=0.1; "
+                                                    "client.lr=0.01 (1 seed shared")
 
 
 def test_a_best_within_its_interval_of_chance_is_not_named_a_best():
     # two seeds: 69.8 and 70.0 -> mean 69.9, half-width 12.706 * 0.1414 / sqrt(2) = 1.27
     df = pd.DataFrame({"client.lr": [0.05, 0.05, 0.1], "seed": [0, 1, 0],
                        "acc": [70.0, 69.8, 52.0], "status": ["TERMINATED"] * 3})
-    assert best_line(df, ["client.lr"], (50.0, 200)) == (
-        "best ACC 69.9%: client.lr=0.05 (2 seeds)")
+    assert best_line(df, ["client.lr"], (50.0, 200)).startswith(
+        "no best configuration: the highest ACC, 69.9%: client.lr=0.05 (2 seeds), cannot be "
+        "separated from client.lr=0.1")
     assert best_line(df, ["client.lr"], (69.0, 200)) == (
         "no best configuration: the highest ACC, 69.9%: client.lr=0.05 (2 seeds), is within "
         "its 95% interval (± 1.3) of chance (69.0%)")

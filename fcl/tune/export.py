@@ -273,7 +273,8 @@ def summary_line(trials_df: pd.DataFrame) -> str:
     failed = len(trials_df) - len(done) - stopped
     diverged = done["diverged"].fillna(False).astype(bool) if "diverged" in done else None
     kept = done if diverged is None else done[~diverged]
-    best = "" if kept.empty else f"; best ACC {kept['acc'].max():.2f}%"
+    # one trial's ACC, not a setting's merit (best_line names a best only when it is one)
+    best = "" if kept.empty else f"; highest trial ACC {kept['acc'].max():.2f}%"
     early = f", {stopped} stopped early (ASHA)" if stopped else ""
     blown = f" ({int(diverged.sum())} diverged)" if diverged is not None and diverged.any() else ""
     return (f"{len(done)} trials finished{blown}{early}, {failed} failed{best}; "

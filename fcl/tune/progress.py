@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import signal
 import statistics
 import threading
@@ -19,7 +20,7 @@ import pandas as pd
 from ray import tune
 
 from fcl.cli import clock
-from fcl.intervals import accuracy_interval
+from fcl.intervals import accuracy_interval, t975
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import stop_request
 from fcl.tune.ray_private import mute_worker_output, unmute_worker_output
@@ -78,32 +79,77 @@ class LineReporter(Reporter):
 def best_line(trials_df: pd.DataFrame, keys: list[str],
               chance: tuple[float, int] | None = None) -> str:
     """The configuration with the best ACC, its seeds averaged: `best ACC 69.9%: client.lr=0.05,
-    server.lr=0.5 (3 seeds)`; "" when no trial finished without diverging. Given `chance` (ACC
-    of guessing, test images: `fcl.data.federated.chance_accuracy`), a best whose 95% interval
-    (`fcl.intervals`) reaches chance is not named a best: the line says so instead."""
+    server.lr=0.5 (3 seeds)`; "" when no trial finished without diverging. A best is named only
+    when it is one: given `chance` (ACC of guessing, test images:
+    `fcl.data.federated.chance_accuracy`), one whose 95% interval (`fcl.intervals`) reaches
+    chance is not; nor one whose same-seed difference from the runner-up has a 95% t-interval
+    that reaches 0 (`separation`): the line then names the settings it cannot be told from."""
     done = trials_df[trials_df["status"] == TERMINATED]
     if "diverged" in done:         # a diverged run's ACC is not a setting's merit
         done = done[~done["diverged"].fillna(False).astype(bool)]
     if done.empty:
         return ""
     keys = [k for k in keys if k in done and k != "seed"]
-    if keys:
-        groups = done.groupby(keys, dropna=False, sort=False)["acc"].agg(["mean", list])
-        top = groups["mean"].idxmax()
-        values = top if isinstance(top, tuple) else (top,)
-        accs = groups.loc[top, "list"]
-        named = ": " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                                 for k, v in zip(keys, values))
-    else:
-        accs, named = done["acc"].tolist(), ""
-    n = len(accs)
-    seeds = f"{n} seed{'s' * (n != 1)}"
-    if chance is not None:
-        mean, half = accuracy_interval(accs, chance[1])
-        if mean - half <= chance[0]:
-            return (f"no best configuration: the highest ACC, {mean:.1f}%{named} ({seeds}), is "
-                    f"within its 95% interval (± {half:.1f}) of chance ({chance[0]:.1f}%)")
-    return f"best ACC {statistics.fmean(accs):.1f}%{named} ({seeds})"
+    if not keys:
+        accs = done["acc"].tolist()
+        return _chance_problem(accs, "", chance) or \
+            f"best ACC {statistics.fmean(accs):.1f}% ({_seeds(len(accs))})"
+    groups = list(done.groupby(keys, dropna=False, sort=False))
+    means = sorted(((g["acc"].mean(), i) for i, (_, g) in enumerate(groups)), reverse=True)
+    top_rows = groups[means[0][1]][1]
+    accs, named = top_rows["acc"].tolist(), ": " + _setting(keys, groups[means[0][1]][0])
+    problem = _chance_problem(accs, named, chance)
+    if problem or len(groups) == 1:
+        return problem or f"best ACC {statistics.fmean(accs):.1f}%{named} ({_seeds(len(accs))})"
+    tied, runner_up = [], None
+    for _, i in means[1:]:
+        d, half, n = separation(top_rows, groups[i][1])
+        runner_up = runner_up or (d, half, n)
+        if not d - half > 0:
+            tied.append(_setting(keys, groups[i][0]))
+    head = f"{statistics.fmean(accs):.1f}%{named} ({_seeds(len(accs))})"
+    d, half, n = runner_up
+    gap = (f"same-seed difference to the runner-up {d:+.1f} ± {half:.1f}, {_seeds(n)}"
+           if n > 1 else f"{_seeds(n)} shared with the runner-up, too few to pair")
+    if not tied:
+        return f"best ACC {head}; {gap}"
+    shown = "; ".join(tied[:3]) + (f"; and {len(tied) - 3} more" if len(tied) > 3 else "")
+    return (f"no best configuration: the highest ACC, {head}, cannot be separated from "
+            f"{shown} ({gap})")
+
+
+def separation(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, int]:
+    """(mean, 95% t half-width, seeds) of a's ACC minus b's over the seeds both ran (a seed
+    fixes the partition and initialisation of every setting alike); (nan, inf, n) with fewer
+    than 2 shared seeds, or no seed column."""
+    if "seed" not in a or "seed" not in b:
+        return math.nan, math.inf, 0
+    d = (a.groupby("seed")["acc"].mean() - b.groupby("seed")["acc"].mean()).dropna()
+    n = len(d)
+    if n < 2:
+        return (float(d.mean()) if n else math.nan), math.inf, n
+    return float(d.mean()), t975(n - 1) * float(d.std()) / math.sqrt(n), n
+
+
+def _chance_problem(accs: list[float], named: str, chance: tuple[float, int] | None) -> str:
+    if chance is None:
+        return ""
+    mean, half = accuracy_interval(accs, chance[1])
+    if mean - half <= chance[0]:
+        return (f"no best configuration: the highest ACC, {mean:.1f}%{named} "
+                f"({_seeds(len(accs))}), is within its 95% interval (± {half:.1f}) of chance "
+                f"({chance[0]:.1f}%)")
+    return ""
+
+
+def _setting(keys: list[str], values) -> str:
+    values = values if isinstance(values, tuple) else (values,)
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in zip(keys, values))
+
+
+def _seeds(n: int) -> str:
+    return f"{n} seed{'s' * (n != 1)}"
 
 
 class _AfterInterrupt(logging.Filter):
