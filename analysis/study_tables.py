@@ -152,7 +152,19 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
         settings = [c for c in trials.columns if is_config_key(c) or c == "dataset"]
         missing = [c for c in settings if c not in rounds.columns]
         rounds = rounds.merge(trials[["trial_id", *missing]], on="trial_id", how="left")
+        trials = with_forgetting(trials, rounds)
     return Study(name, folder, trials.reset_index(drop=True), rounds, manifest, failed)
+
+
+def with_forgetting(trials: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
+    """`trials` plus the forgetting measures of `analysis.forgetting` where a trial's tasks
+    are stored (columns the trials already hold are kept as stored)."""
+    from analysis.forgetting import COLUMNS, forgetting_columns
+    new = [c for c in COLUMNS if c not in trials.columns]
+    if not new or "data.num_tasks" not in trials:
+        return trials
+    measures = forgetting_columns(trials, rounds.rename(columns={"task_reports": "reports"}))
+    return trials.merge(measures[["trial_id", *new]], on="trial_id", how="left")
 
 
 def is_config_key(column: str) -> bool:

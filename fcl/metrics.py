@@ -56,3 +56,4 @@ def bwt_f_literal(A: torch.Tensor, q: int) -> float:
     """Eq. 10 as printed: every task at every boundary."""
     return float(_boundary_terms(A, q).double().sum()) / A.shape[0] ** 2
 
+

@@ -75,14 +75,14 @@ def test_the_table_judges_every_claim_on_each_folder(tmp_path, capsys):
     assert claims.main(["--results", str(REPO / "results"), str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + claims.ROWS + 1
-    verdicts = (claims.HOLDS, claims.FAILS, claims.OPEN, claims.UNTESTED)
+    verdicts = (claims.HOLDS, claims.FAILS, claims.OPEN, claims.NOT_TESTABLE, claims.UNTESTED)
     for line in lines[2:-1]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[-1].endswith(f"**{claims.UNTESTED}**")     # tmp_path stores no study
         assert any(f"**{v}**" in cells[-2] for v in verdicts), line
     totals = [c.strip() for c in lines[-1].strip("|").split("|")]
     assert totals[-1] == (f"{claims.HOLDS} 0 · {claims.FAILS} 0 · {claims.OPEN} 0 · "
-                          f"{claims.UNTESTED} {claims.ROWS}")
+                          f"{claims.NOT_TESTABLE} 0 · {claims.UNTESTED} {claims.ROWS}")
     counted = sum(int(part.rsplit(" ", 1)[1]) for part in totals[-2].split(" · "))
     assert counted == claims.ROWS
     assert claims.main(["--results", str(tmp_path / "none")]) == 2

@@ -20,12 +20,17 @@ tested* where the folder does not store its study ("not run"), where the study h
 settings (another data set, say), or where no study can test it.
 
 Values: `acc`, `bwt_f` (the seen-tasks reading: negative = a drop), `drift_mean` (the trial's
-mean client drift), and two read from the trial's rounds: `drift_peak` (the largest cosine
-distance of the heads between consecutive rounds, `cos_head` as in Fig. 3b / 4b, after the first
-phase: every order starts with the fresh modules moving fast; the claims are about the spikes
-that come later) and `worst_drop` (the most negative change of any task's accuracy across a phase
-boundary, A[t, pQ] - A[t, pQ-1], in points: the sharp drops of FCL Fig. 4a). Drift is printed
-in units of 1e-3. Each cell: every comparison as `mean ± 95% half-width (seeds)`, then the
+mean client drift), `drift_peak` read from the trial's rounds (the largest cosine distance of
+the heads between consecutive rounds, `cos_head` as in Fig. 3b / 4b, after the first phase:
+every order starts with the fresh modules moving fast; the claims are about the spikes that
+come later), and the forgetting measures of `analysis/forgetting.py` read from its tasks:
+`mean_drop` (a task's mean loss across a phase boundary, gains counted as 0, in points),
+`drop_share` (percent of boundary terms losing more than 5 points) and `forgetting`
+(best-minus-final). A claim about drops ("drops less", "shrink", "reduces the drops") is judged
+on `mean_drop`, never on BWT_f, which counts gains against drops; a claim about BWT_f keeps
+BWT_f. Where the setting claimed to drop more has no boundary term dropping more than 5 points
+in any seed, a drop claim is *not testable in this regime*. Drift is printed in units of
+1e-3. Each cell: every comparison as `mean ± 95% half-width (seeds)`, then the
 verdict. The last row counts the verdicts per folder.
 """
 from __future__ import annotations
@@ -36,8 +41,9 @@ from collections import Counter
 from pathlib import Path
 
 from analysis.claims import fcl_paper, flocora
-from analysis.claims.judging import (FAILS, HOLDS, OPEN, UNTESTED, VERDICTS, Claim, Comparison,
-                                     Untested, cell_text, compare, verdict, with_round_values)
+from analysis.claims.judging import (FAILS, HOLDS, NOT_TESTABLE, OPEN, UNTESTED, VERDICTS,
+                                     Claim, Comparison, Untested, cell_text, compare,
+                                     drops_seen, verdict, with_round_values)
 from analysis.output_paths import first_path_problem
 from analysis.study_tables import MissingStudy, SchemaError, load_study
 from fcl.cli_args import EXIT_USAGE
@@ -47,7 +53,7 @@ UNTESTED_CLAIMS: tuple[Untested, ...] = (*fcl_paper.UNTESTED, *flocora.UNTESTED)
 ROWS = len(CLAIMS) + len(UNTESTED_CLAIMS)
 
 __all__ = ["CLAIMS", "UNTESTED_CLAIMS", "Claim", "Comparison", "Untested", "HOLDS", "FAILS",
-           "OPEN", "UNTESTED", "compare", "verdict", "judge", "table", "main"]
+           "OPEN", "NOT_TESTABLE", "UNTESTED", "compare", "verdict", "judge", "table", "main"]
 
 
 def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
@@ -64,8 +70,10 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
         return f"not run: **{UNTESTED}**", UNTESTED
     comparisons = claim.on(trials)
     results = [compare(trials, claim.fixed, comp) for comp in comparisons]
-    judged = verdict(results, list(comparisons))
-    return cell_text(claim, results, judged, comparisons), judged
+    testable = all(drops_seen(trials, claim.fixed, comp) for comp in comparisons)
+    judged = verdict(results, list(comparisons), testable)
+    context = [compare(trials, claim.fixed, comp) for comp in claim.context]
+    return cell_text(claim, results, judged, comparisons, context), judged
 
 
 def _counts(counter: Counter) -> str:

@@ -13,7 +13,11 @@ from analysis.paired import matches
 from analysis.seed_stats import t975
 
 HOLDS, FAILS, OPEN, UNTESTED = "holds", "does not hold", "not resolved", "not tested"
-VERDICTS = (HOLDS, FAILS, OPEN, UNTESTED)
+NOT_TESTABLE = "not testable in this regime"
+VERDICTS = (HOLDS, FAILS, OPEN, NOT_TESTABLE, UNTESTED)
+# Values that measure drops (`analysis.forgetting`): a claim that setting X drops more than Y
+# can only be tested where X drops at all
+DROP_VALUES = ("mean_drop", "drop_share")
 # printed units: cosine drift in 1e-3, bytes in MB
 SCALE = {"drift_mean": 1e3, "drift_peak": 1e3, "tcc_bytes": 1e-6}
 UNITS = {1e3: " (x 1e-3)", 1e-6: " (MB)"}
@@ -48,6 +52,7 @@ class Claim:
     fixed: dict[str, str] = field(default_factory=dict)
     runs_on: str = ""
     match: Callable[[pd.DataFrame], tuple[Comparison, ...]] | None = None
+    context: tuple[Comparison, ...] = ()      # shown beside the verdict, not judged
 
     def on(self, trials: pd.DataFrame) -> tuple[Comparison, ...]:
         """The comparisons judged on `trials` (`match`'s where given)."""
@@ -71,12 +76,9 @@ def compare(trials: pd.DataFrame, fixed: dict[str, str], comparison: Comparison
             ) -> tuple[float, float, int]:
     """(mean of a - b over the seeds both ran, its 95% half-width, seeds)."""
     def pick(setting: dict[str, str]) -> pd.Series:
-        rows = pd.Series(True, index=trials.index)
-        for key, text in {**fixed, **setting}.items():
-            if key not in trials.columns:
-                return pd.Series(dtype=float)
-            rows &= matches(trials[key], text)
-        chosen = trials[rows]
+        chosen = pick_rows(trials, {**fixed, **setting})
+        if chosen is None:
+            return pd.Series(dtype=float)
         # several trials per seed: the claim's keys do not pick one setting; read as not run
         if comparison.value not in chosen.columns or not chosen["seed"].is_unique:
             return pd.Series(dtype=float)
@@ -88,12 +90,47 @@ def compare(trials: pd.DataFrame, fixed: dict[str, str], comparison: Comparison
     return float(d.mean()), (t975(n - 1) * float(d.std()) / math.sqrt(n) if n > 1 else math.inf), n
 
 
-def verdict(results: list[tuple[float, float, int]], comparisons: list[Comparison]) -> str:
+def dropper(comparison: Comparison) -> dict[str, str]:
+    """The setting a drop comparison claims drops more: b in "a - b < 0", a in "a - b > 0"."""
+    return comparison.b if comparison.sign < 0 else comparison.a
+
+
+def drops_seen(trials: pd.DataFrame, fixed: dict[str, str], comparison: Comparison) -> bool:
+    """Whether the setting claimed to drop more shows drops: the 95% t-interval over its seeds
+    of its share of boundary terms losing more than 5 points lies above 0 (one sharp drop in
+    ten seeds is not a regime that drops). True where the comparison is not about drops."""
+    if comparison.value not in DROP_VALUES:
+        return True
+    rows = pick_rows(trials, {**fixed, **dropper(comparison)})
+    if rows is None or "drop_share" not in rows:
+        return False
+    shares = rows["drop_share"].dropna()
+    n = len(shares)
+    if n < 2:
+        return bool(n and shares.iloc[0] > 0)
+    return float(shares.mean()) - t975(n - 1) * float(shares.std()) / math.sqrt(n) > 0
+
+
+def pick_rows(trials: pd.DataFrame, setting: dict[str, str]) -> pd.DataFrame | None:
+    """The trials of `setting` (config key -> value as text); None where a key is no column."""
+    rows = pd.Series(True, index=trials.index)
+    for key, text in setting.items():
+        if key not in trials.columns:
+            return None
+        rows &= matches(trials[key], text)
+    return trials[rows]
+
+
+def verdict(results: list[tuple[float, float, int]], comparisons: list[Comparison],
+            testable: bool = True) -> str:
     """HOLDS where every comparison's interval lies on its claimed side of its bound, FAILS
     where one lies wholly on the other side, OPEN otherwise (one not run included); UNTESTED
-    where none ran."""
+    where none ran; NOT_TESTABLE where a drop claim's reference does not drop (`testable`
+    False: "X drops less than Y" says nothing where Y shows no drops)."""
     if not any(n for _, _, n in results):
         return UNTESTED
+    if not testable:
+        return NOT_TESTABLE
     holds, fails = [], []
     for (m, h, n), comp in zip(results, comparisons):
         if not n:
@@ -108,48 +145,36 @@ def verdict(results: list[tuple[float, float, int]], comparisons: list[Compariso
 
 
 def with_round_values(study) -> pd.DataFrame:
-    """The study's trials plus `drift_peak` and `worst_drop` (NaN where its rounds or tasks
-    are not stored)."""
+    """The study's trials plus `drift_peak` (NaN where its rounds are not stored); the
+    forgetting measures come with `load_study`."""
     trials = study.trials.copy()
-    rounds_path, tasks_path = study.folder / "rounds.parquet", study.folder / "tasks.parquet"
+    rounds_path = study.folder / "rounds.parquet"
     if rounds_path.is_file() and "data.num_tasks" in trials:
         rounds = pd.read_parquet(rounds_path, columns=["trial_id", "round", "cos_head"])
         by_id = trials.set_index("trial_id")
         q = by_id["rounds"] // by_id["data.num_tasks"]            # rounds per phase
         later = rounds[rounds["round"] >= rounds["trial_id"].map(q)]
         trials["drift_peak"] = trials["trial_id"].map(later.groupby("trial_id")["cos_head"].max())
-    if tasks_path.is_file() and "data.num_tasks" in trials:
-        tasks = pd.read_parquet(tasks_path, columns=["trial_id", "round", "task", "accuracy"])
-        trials["worst_drop"] = trials["trial_id"].map(_worst_drops(trials, tasks))
     return trials
 
 
-def _worst_drops(trials: pd.DataFrame, tasks: pd.DataFrame) -> dict[str, float]:
-    """Per trial, the most negative change of a task's accuracy across a phase boundary."""
-    by_trial = dict(list(tasks.groupby("trial_id")))
-    worst = {}
-    for trial_id, rounds, num_tasks in zip(trials["trial_id"], trials["rounds"],
-                                           trials["data.num_tasks"]):
-        q = int(rounds) // int(num_tasks)         # rounds per phase
-        if trial_id not in by_trial or q < 1:
-            continue
-        grid = by_trial[trial_id].pivot_table(index="task", columns="round", values="accuracy")
-        deltas = [(grid[b] - grid[b - 1]).min() for b in range(q, int(rounds), q)
-                  if b in grid and b - 1 in grid]
-        worst[trial_id] = min(deltas, default=math.nan)
-    return worst
-
-
 def cell_text(claim: Claim, results: list[tuple[float, float, int]], judged: str,
-              comparisons: tuple[Comparison, ...] | None = None) -> str:
+              comparisons: tuple[Comparison, ...] | None = None,
+              context: list[tuple[float, float, int]] = ()) -> str:
     """Every comparison (`claim.comparisons` unless given) as `label mean ± half-width
-    (seeds)`, then the verdict in bold."""
+    (seeds)`, then the verdict in bold, then the claim's context comparisons in brackets."""
     if judged == UNTESTED:
         return f"**{UNTESTED}**: the study holds none of these settings"
-    parts = []
-    for comp, (m, h, n) in zip(comparisons or claim.comparisons, results):
-        k = SCALE.get(comp.value, 1.0)
-        unit = UNITS.get(k, "")
-        parts.append(f"{comp.label}{unit} {m * k:+.2f} ± {h * k:.2f} ({n})" if n else
-                     f"{comp.label}: not run")
-    return "; ".join(parts) + f": **{judged}**"
+    parts = [_part(comp, r) for comp, r in zip(comparisons or claim.comparisons, results)]
+    why = (" (the setting claimed to drop more shows no sharp drops: its share of boundary "
+           "terms losing > 5 points is not above 0)"
+           if judged == NOT_TESTABLE else "")
+    aside = "; ".join(_part(comp, r) for comp, r in zip(claim.context, context))
+    return "; ".join(parts) + f": **{judged}**{why}" + (f" [beside: {aside}]" if aside else "")
+
+
+def _part(comp: Comparison, result: tuple[float, float, int]) -> str:
+    m, h, n = result
+    k = SCALE.get(comp.value, 1.0)
+    unit = UNITS.get(k, "")
+    return f"{comp.label}{unit} {m * k:+.2f} ± {h * k:.2f} ({n})" if n else f"{comp.label}: not run"

@@ -16,12 +16,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.forgetting import COLUMNS as FORGETTING
 from analysis.study_tables import Study, fmt_value, is_config_key
 from fcl.manifest import dataset_label
 from fcl.results_io import EARLY_STOPPED, ERROR, TERMINATED, as_today
 
 # trials.parquet column -> (the table's label, digits kept); bytes are shown in MB
 METRICS = {"acc": ("ACC (%)", 4), "bwt_f": ("BWT_f (points)", 4),
+           "mean_drop": ("mean drop at a boundary (points)", 4),
+           "drop_share": ("boundary terms dropping > 5 points (%)", 4),
+           "forgetting": ("best - final forgetting (points)", 4),
            "drift_mean": ("mean drift", 4), "mb": ("MB sent", 4), "wall_s": ("wall (s)", 3),
            "round_reached": ("round reached", 0)}
 PLUMBING = ("data.root", "run.device", "run.threads")
@@ -99,6 +103,9 @@ def run_set(study: Study, folder_label: str) -> dict:
     keys = setting_keys(raw, study.settings)
     fixed = {c: cell(raw[c].iloc[0]) for c in raw.columns
              if is_config_key(c) and c not in keys and c not in PLUMBING}
+    measured = [c for c in FORGETTING if c in study.trials and c not in raw]
+    if measured:              # computed from tasks.parquet for the completed trials
+        raw = raw.merge(study.trials[["trial_id", *measured]], on="trial_id", how="left")
     raw = raw.assign(mb=(pd.to_numeric(raw["bytes_up"], errors="coerce")
                          + pd.to_numeric(raw["bytes_down"], errors="coerce")) / 1e6)
     metrics = [m for m in METRICS if m in raw and pd.to_numeric(raw[m], errors="coerce")

@@ -1,0 +1,52 @@
+"""Forgetting measures of every stored trial, from its per-round, per-task accuracies
+(tasks.parquet), so that studies stored before these measures existed get them too:
+
+- `mean_drop`: the mean loss of a task across a phase boundary (the end of phase p-1 against
+  the first round of phase p), over BWT_f's terms (tasks updated before the boundary), gains
+  counted as 0, in points;
+- `drop_share`: the percent of those terms where the task lost more than
+  `fcl.measures.DROP_POINTS` (5 points);
+- `forgetting`: best-minus-final forgetting (Chaudhry et al., 2018), in points.
+
+BWT_f sums signed changes (a gain cancels a drop); these do not. A claim about drops is judged
+on them (`analysis/claims`). The functions are `fcl.forgetting`'s.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from fcl import forgetting as measures
+
+COLUMNS = ("mean_drop", "drop_share", "forgetting")
+LABELS = {"mean_drop": "mean drop at a boundary (points)",
+          "drop_share": f"boundary terms dropping > {measures.DROP_POINTS:g} points (%)",
+          "forgetting": "best-minus-final forgetting (points)"}
+
+
+def forgetting_columns(trials: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """One row per trial of `trials` (by `trial_id`) with `COLUMNS`, NaN where its tasks are
+    not stored or it has a single phase. `tasks`: trial_id, round, task, accuracy, reports."""
+    by_trial = dict(list(tasks.groupby("trial_id")))
+    rows = []
+    for trial_id, rounds, num_tasks in zip(trials["trial_id"], trials["rounds"],
+                                           trials["data.num_tasks"]):
+        rows.append({"trial_id": trial_id, **_measures(by_trial.get(trial_id), int(rounds),
+                                                       int(num_tasks))})
+    return pd.DataFrame(rows, columns=["trial_id", *COLUMNS])
+
+
+def _measures(tasks: pd.DataFrame | None, rounds: int, num_tasks: int) -> dict[str, float]:
+    q = rounds // num_tasks if num_tasks else 0
+    if tasks is None or q < 1 or rounds // q < 2:
+        return dict.fromkeys(COLUMNS, math.nan)
+    A = np.full((num_tasks, rounds), math.nan)
+    acc = tasks.dropna(subset=["accuracy"])
+    A[acc["task"].to_numpy(int), acc["round"].to_numpy(int)] = acc["accuracy"].to_numpy(float)
+    updated = tasks[tasks["reports"] > 0].groupby("task")["round"].min()
+    first = [float(updated.get(t, math.inf)) for t in range(num_tasks)]
+    changes = measures.boundary_changes(A, q, first)
+    return {"mean_drop": measures.mean_drop(changes), "drop_share": measures.drop_share(changes),
+            "forgetting": measures.forgetting(A, first, q)}
