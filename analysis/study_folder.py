@@ -66,7 +66,8 @@ def disagreements(folder: Path, manifest: Manifest) -> list[str]:
 
 
 # study.json's fields and the JSON types each must have (`fcl.manifest.Manifest`)
-TEXT = ("study", "preset", "dataset", "doc", "objective", "scheduler", "command", "fcl_git")
+TEXT = ("study", "preset", "dataset", "doc", "objective", "scheduler", "command", "fcl_git",
+        "provenance")
 WHOLE = ("trial_seeds", "num_samples", "schema_version")
 
 

@@ -15,6 +15,9 @@ varied, the preset and data set it ran on, the commit).
      "optuna_storage": null,   # a search given --optuna-storage: its URL (null: RESULTS/optuna.db)
      "extended": [],      # or, for a study run again with more seeds, one entry per part:
                           # {"seeds": [...], "trials": N, "fcl_git": ..., "command": ...}
+     "provenance": "",    # where fcl_git is `unknown`: the id it recorded and why it does
+                          # not resolve (a dirty tree, a commit not on main; an extended
+                          # part says the same of itself); `python -m analysis provenance`
      "schema_version": 2, "files": {"trials": {"rows": 36, "sha256": "..."}, ...}}
 """
 from __future__ import annotations
@@ -62,7 +65,8 @@ class Manifest:
     num_samples: int = 1
     scheduler: str = "fifo"
     command: str = ""
-    fcl_git: str = ""
+    fcl_git: str = ""              # `unknown` where the recorded commit does not resolve
+    provenance: str = ""           # why fcl_git is unknown: the id it recorded, and what it lost
     extended: tuple[dict[str, Any], ...] = ()  # parts of a study run with seeds added later
     optuna_storage: str | None = None          # --optuna-storage as given (None: the default)
     schema_version: int = SCHEMA_VERSION
