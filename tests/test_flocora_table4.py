@@ -121,7 +121,7 @@ def test_one_seed_is_the_value_alone(tmp_path):
     assert " ± " not in md.split("\n\n")[1]          # the table: no spread over one seed
 
 
-def test_the_figure_axis_holds_the_intervals_and_no_more(tmp_path, monkeypatch):
+def test_the_figure_draws_paired_differences_whose_bars_fit_the_axis(tmp_path, monkeypatch):
     figs = {}
     real = flocora_table4.save_figure
 
@@ -133,15 +133,18 @@ def test_the_figure_axis_holds_the_intervals_and_no_more(tmp_path, monkeypatch):
                                                    "flocora_compare"), tmp_path)
     ax = figs["flocora_table4"].axes[0]
     data = produced.data
-    low = (data["acc_mean"] - data["acc_ci95"]).min()
-    high = (data["acc_mean"] + data["acc_ci95"]).max()
+    others = data[data["kind"] != "FedAvg"]
+    # each method's point is its same-seed difference from FedAvg; FedAvg sits at 0
+    points = sorted(round(float(c.lines[0].get_ydata()[0]), 6) for c in ax.containers)
+    assert points == sorted(round(float(v), 6) for v in [0.0, *others["d_acc"]])
+    low = min(0.0, (others["d_acc"] - others["d_ci95"]).min())
+    high = max(0.0, (others["d_acc"] + others["d_ci95"]).max())
     ylow, yhigh = ax.get_ylim()
-    # every error bar inside, the axis inside 0-100 (FedAvg's bar here passes 100)
-    assert ylow <= low and yhigh >= min(high, 100.0) and high > 100.0
-    assert ylow >= max(0.0, low - 0.05 * (high - low) - 0.5) - 1e-9
-    assert yhigh <= min(100.0, high + 0.05 * (high - low) + 0.5) + 1e-9
+    assert ylow <= low and yhigh >= high                    # every paired bar inside
+    assert ylow >= low - 0.05 * (high - low) - 0.5 - 1e-9
+    assert yhigh <= high + 0.05 * (high - low) + 0.5 + 1e-9
     assert ax.get_xscale() == "log"
-    assert "over 3 seeds" in figs["flocora_table4"].get_suptitle()
+    assert "paired 95% CI over 3 seeds" in figs["flocora_table4"].get_suptitle()
     labels = ax.get_legend_handles_labels()[1]
     assert len(labels) == len(set(labels)) == len(LEVEL)      # every method named once
 

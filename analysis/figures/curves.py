@@ -25,8 +25,15 @@ def draw_band(ax: plt.Axes, stats: pd.DataFrame, x: str, label: str,
     low, high = mean - ci, mean + ci
     if bounds is not None:
         low, high = np.clip(low, *bounds), np.clip(high, *bounds)
-    (handle,) = ax.plot(xs, mean, marker="o", markersize=2.5, linewidth=1.2, label=label, **line)
-    ax.fill_between(xs, low, high, color=handle.get_color(), alpha=0.2, linewidth=0)
+    partial = partial_seeds(stats).to_numpy() if "n" in stats else np.zeros(len(xs), bool)
+    (handle,) = ax.plot(xs, np.where(partial, np.nan, mean), marker="o", markersize=2.5,
+                        linewidth=1.2, label=label, **line)
+    if partial.any():          # fewer seeds: hollow markers on a thin line, no band
+        ax.plot(xs, mean, linewidth=0.5, alpha=0.5, color=handle.get_color(), zorder=1)
+        ax.plot(xs[partial], mean[partial], linestyle="none", marker="o", markersize=3,
+                markerfacecolor="white", markeredgewidth=0.8, color=handle.get_color())
+    ax.fill_between(xs, low, high, where=~partial, color=handle.get_color(), alpha=0.2,
+                    linewidth=0, interpolate=False)
 
 
 def clip_axis(ax: plt.Axes, bounds: tuple[float, float] | None) -> None:
@@ -44,6 +51,20 @@ def curve_stats(df: pd.DataFrame, lines: list[str], value: str) -> dict[tuple, p
         return {(): stats}
     return {k if isinstance(k, tuple) else (k,): g for k, g in
             stats.groupby(lines, dropna=False, sort=True)}
+
+
+def partial_seeds(stats: pd.DataFrame) -> pd.Series:
+    """The points of a line that average fewer seeds than its others (a task not trained
+    that round in some seed's order): drawn hollow and without a band, not as the same mean."""
+    return stats["n"] < stats["n"].max()
+
+
+def share_y(axs: list[plt.Axes]) -> None:
+    """One y-scale for panels that are compared side by side (a spike is as tall in each)."""
+    low = min(ax.get_ylim()[0] for ax in axs)
+    high = max(ax.get_ylim()[1] for ax in axs)
+    for ax in axs:
+        ax.set_ylim(low, high)
 
 
 def phase_boundaries(ax: plt.Axes, rounds: int, num_tasks: int) -> None:

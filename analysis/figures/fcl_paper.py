@@ -32,7 +32,8 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.curves import (VALUE_RANGE, clip_axis, curve_stats, draw_band, panels,
-                                     phase_boundaries, single_value, tag)
+                                     partial_seeds, phase_boundaries, share_y, single_value,
+                                     tag)
 from analysis.figures.files import Produced, save_figure
 from analysis.figures.heatmaps import heatmaps
 from analysis.labels import FCL_ORDERS, OPTIMIZER_LABELS, ORDER_LABELS, over_seeds
@@ -152,8 +153,12 @@ def _round_lines(study: Study, df: pd.DataFrame, out: Path, name: str, value: st
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="round", ylabel=ylabel, title=title)
         ax.legend(fontsize=8)
+    share_y(axs)
     data = pd.concat(summaries, ignore_index=True)
-    fig.suptitle(f"{suptitle} ({over_seeds(data['n'], 'and 95% band')})")
+    hollow = any(partial_seeds(stats).any() for stats in summaries)
+    full = data.groupby("panel")["n"].transform("max")      # each line's seeds, per panel
+    fig.suptitle(f"{suptitle} ({over_seeds(full, 'and 95% band')}"
+                 + ("; hollow: fewer seeds" if hollow else "") + ")")
     paths = save_figure(fig, out, name, study.provenance)
     return Produced(paths, data)
 

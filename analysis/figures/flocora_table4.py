@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from analysis.figures.curves import VALUE_RANGE, panels, tag
+from analysis.figures.curves import panels, tag
 from analysis.figures.files import (Produced, markdown_table, mean_pm, same_seed_diff,
                                     save_figure, save_table)
 from analysis.labels import adapter_label, over_seeds
@@ -136,36 +136,38 @@ CMAPS = {"FedAvg": "Greys", "LoRA": "Blues", "pruning": "Oranges", "FedPara": "G
 
 
 def _draw_table_iv(ax, stats: pd.DataFrame) -> None:
-    """ACC (mean, 95% t-interval bars) against MB per client, log x; one marker family per
-    kind, darker for a smaller message within it; the legend outside the axes names each."""
+    """ACC minus FedAvg's of the same seed (mean, bars its paired 95% t-interval: the seed
+    spread, which every method shares, cancels; unpaired bars of ± 7-15 points would overlap
+    everywhere) against MB per client, log x; FedAvg at 0 without a bar; one marker family
+    per kind, darker for a smaller message within it; the legend outside names each."""
     for kind, group in stats.groupby("kind", sort=False):
         cmap = colormaps[CMAPS.get(kind, "Greys")]
         shades = [0.85] if len(group) == 1 else \
             [0.45 + 0.5 * i / (len(group) - 1) for i in range(len(group))]
         for shade, (_, r) in zip(shades, group.iterrows()):
-            ci = r["acc_ci95"] if r["acc_n"] >= 2 and not math.isnan(r["acc_ci95"]) else 0.0
-            ax.errorbar(r["mb_per_client"], r["acc_mean"], yerr=ci, marker=MARKERS.get(kind, "x"),
-                        markersize=11 if kind == "FedAvg" else 7, capsize=3, linestyle="none",
-                        color="black" if kind == "FedAvg" else cmap(shade),
+            ref = kind == "FedAvg"
+            d = 0.0 if ref else r["d_acc"]
+            ci = 0.0 if ref or r["d_n"] < 2 or math.isnan(r["d_ci95"]) else r["d_ci95"]
+            ax.errorbar(r["mb_per_client"], d, yerr=ci, marker=MARKERS.get(kind, "x"),
+                        markersize=11 if ref else 7, capsize=3, linestyle="none",
+                        color="black" if ref else cmap(shade),
                         markeredgecolor="black", markeredgewidth=0.5, label=r["method"])
-    base = stats[stats["kind"] == "FedAvg"]
-    if len(base):
-        ax.axhline(base["acc_mean"].iloc[0], color="black", linestyle="--", linewidth=0.8,
-                   zorder=0)
-    ci = stats["acc_ci95"].where(stats["acc_n"] >= 2).fillna(0.0)
-    low, high = (stats["acc_mean"] - ci).min(), (stats["acc_mean"] + ci).max()
+    ax.axhline(0.0, color="black", linestyle="--", linewidth=0.8, zorder=0)
+    others = stats[stats["kind"] != "FedAvg"]
+    ci = others["d_ci95"].where(others["d_n"] >= 2).fillna(0.0)
+    low = min(0.0, (others["d_acc"] - ci).min()) if len(others) else -1.0
+    high = max(0.0, (others["d_acc"] + ci).max()) if len(others) else 1.0
     pad = max(0.05 * (high - low), 0.5)
-    ax.set_ylim(max(low - pad, VALUE_RANGE["mean_acc"][0]),
-                min(high + pad, VALUE_RANGE["mean_acc"][1]))
+    ax.set_ylim(low - pad, high + pad)
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set(xlabel="total communication per client over the run, up + down (MB, log scale)",
-           ylabel="ACC (%)")
+           ylabel="ACC - FedAvg's, same seed (points)")
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
-              title="method (dashed: FedAvg's ACC)", title_fontsize=8)
+              title="method (bars: paired 95% CI)", title_fontsize=8)
 
 
 def table_iv_flocora(study: Study, out: Path) -> Produced:
@@ -198,9 +200,9 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
             rows.append(row)
         parts.append((f"**{title}**\n\n" if title else "") + markdown_table(header, rows))
     data = pd.concat(tables, ignore_index=True)
-    seeds = over_seeds(data["acc_n"], "and 95% CI")
-    fig.suptitle(f"FLoCoRA Table IV: ACC against total communication per client\n"
-                 f"({study.name}; {seeds})")
+    seeds = over_seeds(data.loc[data["kind"] != "FedAvg", "d_n"], "and paired 95% CI")
+    fig.suptitle(f"FLoCoRA Table IV: ACC minus FedAvg's of the same seed, against total "
+                 f"communication per client\n({study.name}; {seeds})")
     paths = save_figure(fig, out, "flocora_table4", study.provenance)
     values_note = "" if "values_mb_per_client" in data else (
         " The trials table stores no values-only bytes (the pruned and ZeroFL messages are "
