@@ -26,6 +26,24 @@ FOOTER = re.compile(r"^drawn from .* · commit (.+)$")
 HEX = re.compile(r"[0-9a-f]{7,40}")
 
 
+NOTE = re.compile(r"^fcl_git recorded as (\S+?):")
+
+
+def recorded(fcl_git: str, note: str) -> str:
+    """The commit a study (or an extended part) recorded: its `fcl_git`, or, where that is
+    `unknown`, the id its provenance note names ("fcl_git recorded as X: why")."""
+    hit = NOTE.match(note or "")
+    return hit.group(1) if fcl_git == UNKNOWN and hit else fcl_git
+
+
+def note(commit: str, dirty: bool) -> str:
+    """The provenance note of a study whose recorded `commit` does not resolve."""
+    why = ("it ran from a working tree with uncommitted changes" if dirty else
+           "a commit that never reached main's history")
+    return (f"fcl_git recorded as {commit}: {why}, so the code it ran is not exactly known; "
+            "its rows are kept as they were measured")
+
+
 def _commits(text: str) -> list[str]:
     """The commit ids in `text` (hex words with a digit and a letter: not a number, not a word)."""
     return [t for t in (text.split(" + ") if text else ())

@@ -1,7 +1,7 @@
 """MkDocs hooks of fcl's documentation (`mkdocs.yml`: `hooks`).
 
 - The site's home page is the repository's README.md, its links turned into site links.
-- The committed figures (`figures/*.png`) and the stored results' READMEs become part of the site,
+- The committed figures (`figures/*.png`, `figures/drift/*.png`) and the stored results' READMEs become part of the site,
   so a page shows a figure where it discusses it and links resolve under `mkdocs build --strict`.
 - The configuration reference between the GENERATED markers of `docs/configuration.md` is made
   from the config fields (`fcl.config.key_rows`, the source of `fcl run --help` too);
@@ -89,8 +89,9 @@ def on_files(files, config):
 
     for src, dest in EXTRA_PAGES.items():
         files.append(File.generated(config, dest, abs_src_path=str(ROOT / src)))
-    for png in sorted((ROOT / "figures").glob("*.png")):
-        files.append(File.generated(config, f"figures/{png.name}", abs_src_path=str(png)))
+    for png in sorted((ROOT / "figures").glob("**/*.png")):       # figures/drift/ too
+        name = png.relative_to(ROOT / "figures").as_posix()
+        files.append(File.generated(config, f"figures/{name}", abs_src_path=str(png)))
     return files
 
 

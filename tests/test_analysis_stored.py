@@ -15,6 +15,7 @@ import pytest
 from analysis.dashboard.views import study_views
 from analysis.figures.catalog import main as figures_main
 from analysis.flocora_table1 import main as table1_main
+from analysis.provenance import recorded
 from analysis.study_tables import load_study
 from fcl.manifest import read_manifest, verify
 
@@ -73,9 +74,11 @@ def test_each_stored_study_has_a_manifest_matching_its_files_and_trials(folder):
     assert manifest.files["trials"]["rows"] == len(trials)
     assert [manifest.preset] == trials["preset"].unique().tolist()
     # a study run again with more seeds: each part's commit (study.json's `extended`)
-    parts = [p["fcl_git"] for p in manifest.extended] or [manifest.fcl_git]
+    # (where the commit does not resolve, `unknown`, and the id recorded in its note)
+    parts = [recorded(p["fcl_git"], p.get("provenance", "")) for p in manifest.extended] or \
+        [recorded(manifest.fcl_git, manifest.provenance)]
     assert sorted(set(parts)) == sorted(trials["fcl_git"].unique().tolist())
-    assert manifest.fcl_git == parts[-1]
+    assert recorded(manifest.fcl_git, manifest.provenance) == parts[-1]
     assert list(manifest.seeds) == sorted(trials["seed"].unique().tolist())
     varied = {c for c in manifest.base if trials[c].nunique(dropna=False) > 1} - {"seed"}
     assert varied <= set(manifest.varying)     # every key that differs was declared varied

@@ -58,6 +58,7 @@ def test_site_builds_strictly(tmp_path):
     home = (site / "index.html").read_text()
     assert "Set-up: two commands" in home                         # README is the home page
     assert (site / "figures" / "fig4a.png").is_file()              # the figures travel with it
+    assert (site / "figures" / "drift" / "fig4a.png").is_file()    # README's, from the drift regime
     assert "run.precision" in (site / "configuration" / "index.html").read_text()
     assert "run_study" in (site / "api" / "index.html").read_text()
 
