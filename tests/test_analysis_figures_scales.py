@@ -118,3 +118,22 @@ def test_a_one_seed_heatmap_and_table_claim_no_std(study_results, tmp_path, monk
     fig, _ = figs["fig5c"]
     assert "± std" not in fig.get_suptitle() and "1 seed" in fig.get_suptitle()
     assert not any("±" in t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_a_heatmap_hatches_cells_it_cannot_tell_from_the_highest():
+    import numpy as np
+    import pandas as pd
+
+    from analysis.figures.heatmaps import _tied_with_best
+    # N 5 leads N 40 by 2.0, 2.2, 1.8 (resolved); N 10 by +1, -1, +0.5 (not resolved)
+    acc = {5: [80.0, 82.0, 84.0], 10: [79.0, 83.0, 83.5], 40: [78.0, 79.8, 82.2]}
+    df = pd.DataFrame([{"data.num_clients": n, "seed": s, "acc": v}
+                       for n, vs in acc.items() for s, v in enumerate(vs)])
+    like = pd.DataFrame([[0.0, 0.0, 0.0]], columns=[5, 10, 40], index=[""])
+    tied = _tied_with_best(df, ("data.num_clients",), None, "data.num_clients", None, "acc",
+                           like)
+    assert tied.tolist() == [[False, True, False]]
+    one_seed = df[df["seed"] == 0]                   # nothing to pair: nothing is separated
+    assert _tied_with_best(one_seed, ("data.num_clients",), None, "data.num_clients", None,
+                           "acc", like).tolist() == [[False, True, True]]
+    assert np.asarray(tied).dtype == bool

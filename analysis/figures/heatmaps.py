@@ -8,7 +8,9 @@ Colour scales never stretch a difference smaller than the seeds' spread into ful
   cells whose means differ by less than one interval show close colours;
 - ACC on a sequential green map (darker is higher), inside 0-100;
 - BWT_f on a diverging red-blue map centred at 0 and symmetric about it (red: a drop, blue: a
-  gain, white: none), so that drops and gains both show.
+  gain, white: none), so that drops and gains both show;
+- a cell whose same-seed difference from the panel's highest cell is not resolved (its 95%
+  t-interval reaches 0) is hatched: a colour step is not read as an effect.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import seaborn as sns
 from analysis.figures.curves import tag
 from analysis.figures.files import Produced, save_figure
 from analysis.labels import over_seeds
-from analysis.seed_stats import seed_summary
+from analysis.seed_stats import seed_summary, t975
 from analysis.study_tables import Study, require
 
 METRICS = (("acc", "ACC (%)"), ("bwt_f", "BWT_f (points)"))
@@ -58,7 +60,7 @@ def heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: str
     w = max(3.0, 1.2 * trials[cols].nunique() + 1.5)
     height = 0.9 * (trials[rows].nunique() if rows else 1) + 1.8
     fig, axs = plt.subplots(len(facets), 2, figsize=(2 * w, height * len(facets)), squeeze=False)
-    drawn, summaries, any_diverged = {}, [], False
+    drawn, summaries, any_diverged, any_tied = {}, [], False, False
     for i, (ptitle, df) in enumerate(facets):
         for j, (metric, label) in enumerate(METRICS):
             s = stats[(i, metric)]
@@ -69,6 +71,9 @@ def heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: str
                         annot=_annotations(mean, _grid(s, rows, cols, "std", col_order), blown),
                         fmt="", linewidths=0.5, annot_kws={"fontsize": 8},
                         vmin=scales[metric][0], vmax=scales[metric][1], **STYLE[metric])
+            tied = _tied_with_best(df, axes, rows, cols, col_order, metric, mean)
+            any_tied = any_tied or bool(tied.any())
+            _hatch(axs[i][j], tied)
             axs[i][j].set(title=f"{label}{' — ' + ptitle if ptitle else ''}", xlabel=cols,
                           ylabel=rows or "")
             if rows is None:
@@ -76,6 +81,8 @@ def heatmaps(study: Study, trials: pd.DataFrame, out: Path, name: str, cols: str
             drawn[f"{ptitle}|{metric}" if ptitle else metric] = mean
             summaries.append(tag(s.assign(metric=metric), ptitle))
     diverged_note = "; 'N diverged': seeds whose run diverged" if any_diverged else ""
+    diverged_note += ("; hatched: not separated from the panel's highest cell, same seeds"
+                      if any_tied else "")
     fig.suptitle(f"{title} (cells: {over_seeds(every['acc']['n'])}{diverged_note})\n"
                  f"{_scale_note(scales, every)}", fontsize=10)
     fig.tight_layout()
@@ -98,6 +105,33 @@ def _annotations(mean: pd.DataFrame, std: pd.DataFrame, blown: np.ndarray) -> np
         f"{m:.2f}" if math.isnan(s) else f"{m:.2f}\n±{s:.2f}") + (
         f"\n{n:.0f} diverged" if n > 0 else ""))(mean.to_numpy(float),
                                                  std.reindex_like(mean).to_numpy(float), blown)
+
+
+def _tied_with_best(df: pd.DataFrame, axes: tuple, rows: str | None, cols: str, col_order,
+                    metric: str, like: pd.DataFrame) -> np.ndarray:
+    """Per cell, whether its same-seed difference from the highest cell of the panel has a 95%
+    t-interval that reaches 0 (the highest cell itself: False; fewer than 2 shared seeds: True,
+    nothing separates them), shaped as `like`."""
+    by_cell = {k if isinstance(k, tuple) else (k,): g.groupby("seed")[metric].mean()
+               for k, g in df.groupby(list(axes), dropna=False)}
+    if len(by_cell) < 2 or "seed" not in df:
+        return np.zeros(like.shape, bool)
+    top = max(by_cell, key=lambda k: by_cell[k].mean())
+    rows_out = []
+    for key, values in by_cell.items():
+        d = (by_cell[top] - values).dropna()
+        n = len(d)
+        tied = key != top and (n < 2 or d.mean() - t975(n - 1) * d.std() / math.sqrt(n) <= 0)
+        rows_out.append({**dict(zip(axes, key)), "tied": float(tied)})
+    grid = _grid(pd.DataFrame(rows_out), rows, cols, "tied", col_order)
+    return grid.reindex_like(like).fillna(0).to_numpy(float) > 0
+
+
+def _hatch(ax: plt.Axes, tied: np.ndarray) -> None:
+    """Diagonal hatching over the cells marked in `tied` (row i, column j of the map)."""
+    for i, j in zip(*np.nonzero(tied)):
+        ax.add_patch(plt.Rectangle((j, i), 1, 1, fill=False, hatch="///", edgecolor="#222222",
+                                   linewidth=0, alpha=0.8))
 
 
 def _diverged_grid(df: pd.DataFrame, axes: tuple, rows: str | None, cols: str, col_order,
