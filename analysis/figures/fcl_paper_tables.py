@@ -26,10 +26,10 @@ from analysis.study_tables import Study, fmt_value, require
 METRICS = ("acc", "bwt_f")
 
 
-def _metric_stats(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One row per `keys` with `<metric>_mean/_std/_ci95/_n` for ACC and BWT_f."""
+def _metric_stats(df: pd.DataFrame, keys: list[str], metrics=METRICS) -> pd.DataFrame:
+    """One row per `keys` with `<metric>_mean/_std/_ci95/_n` for each metric (ACC, BWT_f)."""
     out = None
-    for m in METRICS:
+    for m in metrics:
         s = seed_summary(df, keys, m).rename(columns={c: f"{m}_{c}" for c in
                                                      ("mean", "std", "n", "ci95")})
         out = s if out is None else out.merge(s, on=keys, how="outer")
@@ -47,7 +47,11 @@ def table3(study: Study, out: Path) -> Produced:
     require(trials, ("server.optimizer", "server.lr"), "table3: trials.parquet")
     extra = study.varying(trials, exclude=("dataset", "server.optimizer", "server.lr"))
     block = ["dataset", *extra]
-    stats = _metric_stats(trials, [*block, "server.optimizer", "server.lr"])
+    # beside BWT_f (a signed sum, where gains cancel drops): the share of boundary terms that
+    # lose more than 5 points (`analysis/forgetting.py`), where the study stores its tasks
+    drops = ("drop_share",) if trials.get("drop_share", pd.Series(dtype=float)).notna().any() \
+        else ()
+    stats = _metric_stats(trials, [*block, "server.optimizer", "server.lr"], (*METRICS, *drops))
     for m in METRICS:     # top two within each data set (and other setting) at each eta
         rank = stats.groupby([*block, "server.lr"], dropna=False)[f"{m}_mean"].rank(
             ascending=False, method="min")
@@ -58,23 +62,27 @@ def table3(study: Study, out: Path) -> Produced:
 
     etas = sorted(stats["server.lr"].unique(), reverse=True)
     header = ["data set", *extra, "optimizer",
-              *[f"ACC η={fmt_value(e)}" for e in etas], *[f"BWT_f η={fmt_value(e)}" for e in etas]]
+              *[f"ACC η={fmt_value(e)}" for e in etas], *[f"BWT_f η={fmt_value(e)}" for e in etas],
+              *[f"drops > 5 (%) η={fmt_value(e)}" for e in etas if drops]]
     rows = []
     for key, g in stats.groupby([*block, "server.optimizer"], dropna=False, sort=False):
         by_eta = g.set_index("server.lr")
         cells = []
-        for m in METRICS:
+        for m in (*METRICS, *drops):
             for e in etas:
                 if e not in by_eta.index:
                     cells.append("-")
                     continue
                 r = by_eta.loc[e]
                 text = mean_pm(r[f"{m}_mean"], r[f"{m}_std"])
-                cells.append(f"**{text}**" if r[f"{m}_top2"] else text)
+                cells.append(f"**{text}**" if r.get(f"{m}_top2", False) else text)
         *blk, opt = key
         rows.append([*map(fmt_value, blk), OPTIMIZER_LABELS.get(opt, opt), *cells])
+    drop_note = (" 'drops > 5': the percent of BWT_f's terms (a task trained before a phase "
+                 "boundary, at that boundary) that lose more than 5 points; BWT_f's signed sum "
+                 "lets gains cancel them." if drops else "")
     md = (f"Table 3 ({study.name}): ACC (%) and BWT_f (points), {over_seeds(stats['acc_n'])}; "
-          f"bold = top two per data set and η.\n\n" + markdown_table(header, rows))
+          f"bold = top two per data set and η.{drop_note}\n\n" + markdown_table(header, rows))
     return Produced(save_table(stats, md, out, "table3", study.provenance), stats)
 
 
