@@ -115,3 +115,42 @@ def test_resume_repairs_a_truncated_state_from_the_drivers_copy_or_refuses(tmp_p
     disk_full.stash(str(staging), str(path))
     remove_experiment(str(path))                      # --fresh drops the copy too
     assert not os.path.exists(kept) and not path.exists()
+
+
+def test_resume_refuses_an_emptied_search_state_naming_the_file(tmp_path):
+    """A kill while Tune writes `basic-variant-state-*.json` can leave it empty; resumed, Tune
+    would create only the trials it still finds and report success. Refused in one line."""
+    from fcl.config import ConfigError
+    from fcl.tune.disk_full import damaged_search_state, ensure_resumable
+    path = tmp_path / ".tune" / "s"
+    path.mkdir(parents=True)
+    (path / "experiment_state-2026-01-01.json").write_text('{"trial_data": [1, 2]}')
+    (path / "basic-variant-state-2026-01-01.json").write_text('{"x": 1}')
+    (path / "tuner.pkl").write_bytes(b"\x80\x04.")
+    assert damaged_search_state(str(path)) == ""
+    ensure_resumable("s", str(path))
+    (path / "basic-variant-state-2026-01-02.json").write_text("")          # the newest: empty
+    with pytest.raises(ConfigError, match=r"basic-variant-state-2026-01-02\.json is empty or "
+                                          r"not JSON .*--fresh"):
+        ensure_resumable("s", str(path))
+    (path / "basic-variant-state-2026-01-02.json").unlink()
+    (path / "tuner.pkl").write_bytes(b"")
+    assert damaged_search_state(str(path)) == "tuner.pkl is empty"
+
+
+def test_a_study_that_ran_fewer_trials_than_planned_is_not_exported(tmp_path):
+    from types import SimpleNamespace
+
+    from fcl.config import ConfigError
+    from fcl.tune.run import check_all_ran, planned_trials
+    from fcl.tune.space import grid
+    plan = SimpleNamespace(study=SimpleNamespace(searcher=None), name="s",
+                           space={"client.lr": grid(0.1, 0.2), "seed": grid(0, 1, 2)},
+                           opts=SimpleNamespace(num_samples=1, resume=True, results=str(tmp_path)))
+    state = SimpleNamespace(path=str(tmp_path / ".tune" / "s"))
+    assert planned_trials(plan) == 6
+    check_all_ran(plan, state, [object()] * 6, "")                 # all there
+    check_all_ran(plan, state, [object()] * 2, "SIGINT")           # interrupted: its own line
+    with pytest.raises(ConfigError, match="Tune ran 1 of the 6 planned trials of study s: .*"
+                                          "nothing was exported"):
+        check_all_ran(plan, state, [object()], "")

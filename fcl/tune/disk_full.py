@@ -179,12 +179,35 @@ def ensure_resumable(name: str, path: str) -> None:
         print(f"restored Tune's experiment state of study {name} from {kept} (the copy kept "
               "when its disk filled up)", file=sys.stderr)
         return
-    if newest_state_reads_back(path):
-        return
-    raise ConfigError("--resume", "on", f"Tune's experiment state of study {name} in {path} "
-                      "does not read back whole (a disk that filled up, or a copy cut short) "
-                      "and there is no whole copy to restore it from",
-                      "--fresh to run the study again from the start")
+    if not newest_state_reads_back(path):
+        raise ConfigError("--resume", "on", f"Tune's experiment state of study {name} in "
+                          f"{path} does not read back whole (a disk that filled up, or a copy "
+                          "cut short) and there is no whole copy to restore it from",
+                          "--fresh to run the study again from the start")
+    damaged = damaged_search_state(path)
+    if damaged:
+        raise ConfigError("--resume", "on", f"Tune's state of study {name} in {path} is "
+                          f"damaged: {damaged} (a kill while Tune wrote it); resumed, Tune "
+                          "would run only the trials it still finds and lose the rest",
+                          "--fresh to run the study again from the start")
+
+
+def damaged_search_state(folder: str) -> str:
+    """What of Tune's other state files would make a resume lose trials silently: the newest
+    `basic-variant-state-*.json` (the grid's trials still to create) empty or not JSON, or an
+    empty `tuner.pkl`; "" where neither is."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return ""
+    variants = sorted(n for n in names
+                      if n.startswith("basic-variant-state-") and n.endswith(".json"))
+    if variants and not _reads_back(os.path.join(folder, variants[-1])):
+        return f"{variants[-1]} is empty or not JSON"
+    tuner = os.path.join(folder, "tuner.pkl")
+    if os.path.isfile(tuner) and os.path.getsize(tuner) == 0:
+        return "tuner.pkl is empty"
+    return ""
 
 
 def drop_stash(path: str) -> None:
