@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fcl.config import RunConfig, with_overrides
+from fcl.config import RunConfig, check_read, with_overrides
 from fcl.engine import RunResult, RunState
 from fcl.engine import run as engine_run
 from fcl.presets import preset as preset_config
@@ -23,7 +23,9 @@ def configure(preset: str | RunConfig = "smoke", overrides: dict[str, Any] | Non
     with `overrides` applied: flat keys as on the command line (`{"server.lr": 0.5}`; strings
     are parsed as `--set` parses them). Bad keys or values raise `fcl.config.ConfigError`."""
     if isinstance(preset, RunConfig):
-        return with_overrides(preset, overrides or {})
+        cfg = with_overrides(preset, overrides or {})
+        check_read(cfg, overrides or {})
+        return cfg
     return preset_config(preset, overrides)
 
 

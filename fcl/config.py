@@ -541,6 +541,40 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     return replace(cfg, **top)      # RunConfig.__post_init__ validates the whole
 
 
+# The keys only one method reads: (the key that picks the method, its value) -> its keys. A key
+# given for a run of another method would be accepted and do nothing (a forgotten
+# `model.adapter=lora` runs FedAvg without a word), so `check_read` refuses it. Presets and
+# studies may set them for every method (FLoCoRA's recipe names LoRA's rank for its FedAvg
+# rows too): only the keys a user gives are checked.
+METHOD_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("model.adapter", "lora"): ("model.lora_rank", "model.lora_alpha", "model.lora_on_head",
+                                "model.lora_train_norms"),
+    ("model.adapter", "fedpara"): ("model.fedpara_gamma", "model.fedpara_on_head"),
+    ("model.adapter", "nettailor"): ("model.proxy_depth", "model.node_relu", "model.gate_init",
+                                     "model.complexity_penalty"),
+    ("model.adapter", "fedweit"): tuple(f"model.fedweit_{k}" for k in (
+        "lambda_l1", "lambda_l2", "weight_decay", "sparsity", "channels", "past", "optimizer")),
+    ("client.algorithm", "fedprox"): ("client.prox_mu",),
+}
+
+
+def check_read(cfg: RunConfig | list[RunConfig], given: dict[str, Any]) -> None:
+    """Refuse, in one line naming the method that reads it, a key in `given` (the keys a user
+    set) that `cfg`'s method does not read; given a study's trial configs, one that none of
+    them reads."""
+    cfgs = cfg if isinstance(cfg, list) else [cfg]
+    flats = None
+    for (picker, method), keys in METHOD_KEYS.items():
+        for key in (k for k in keys if k in given):
+            flats = flats or [c.to_flat() for c in cfgs]
+            runs = sorted({str(f[picker]) for f in flats})
+            if method not in runs:
+                raise ConfigError(key, given[key], f"read only by {picker}={method}; "
+                                  f"{'this run has' if len(cfgs) == 1 else 'its trials have'} "
+                                  f"{picker}={', '.join(runs)}, which ignores it",
+                                  f"{picker}={method} beside it, or leave {key} out")
+
+
 def from_flat(flat: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     """Inverse of `RunConfig.to_flat` (ignores keys that are not config keys, e.g. metrics)."""
     base = base or RunConfig()

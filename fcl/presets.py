@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fcl.config import ConfigError, RunConfig, with_overrides
+from fcl.config import ConfigError, RunConfig, check_read, with_overrides
 from fcl.shipped_weights import shipped
 
 TABLE2 = {
@@ -182,10 +182,16 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def preset(name: str, overrides: dict | None = None) -> RunConfig:
+def preset(name: str, overrides: dict | None = None, check: bool = True) -> RunConfig:
+    """The preset's config with `overrides` (the keys a user gives: one its method does not
+    read is refused, `fcl.config.check_read`; a study checks its `--set` against its trials
+    instead, `check` False)."""
     if name not in PRESETS:
         raise ConfigError("--preset", name, "unknown preset", ", ".join(PRESETS))
-    return with_overrides(with_overrides(RunConfig(), PRESETS[name]), overrides or {})
+    cfg = with_overrides(with_overrides(RunConfig(), PRESETS[name]), overrides or {})
+    if check:
+        check_read(cfg, overrides or {})
+    return cfg
 
 
 @dataclass(frozen=True)
@@ -244,5 +250,5 @@ def study_preset(name: str, overrides: dict | None = None, family: str | None = 
         raise ConfigError("--preset", name, "unknown preset", ", ".join(STUDY_PRESETS))
     p = STUDY_PRESETS[name]
     if family in p.families:
-        return preset(p.families[family], overrides)
-    return preset(p.run, {**p.sizes, **(overrides or {})})
+        return preset(p.families[family], overrides, check=False)
+    return preset(p.run, {**p.sizes, **(overrides or {})}, check=False)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from fcl.config import ConfigError, RunConfig
+from fcl.config import ConfigError, RunConfig, check_read
 from fcl.data.datasets import ImageDataset, load_dataset
 from fcl.data.federated import build_federated_data
 from fcl.manifest import Manifest
@@ -77,6 +77,7 @@ def plan_study(study: Study, opts: StudyOptions) -> StudyPlan:
     space = study_space(study.space_for(opts.preset), cfg, opts, study.searcher)
     check_sets(space, opts)
     configs = spaces.check_space(space, cfg)
+    check_read(configs, opts.sets)          # a --set key that no trial's method reads
     scheduler = schedulers.make_scheduler(opts.scheduler, cfg.rounds_per_phase,
                                           max(c.rounds for c in configs))
     datasets = load_datasets(configs)
