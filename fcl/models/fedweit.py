@@ -10,8 +10,9 @@ B (O x I x k x k) the base shared by all tasks of a client, trained and federate
 from the backbone's weights, which stay frozen and untouched in `backbone`); m_t (O) a mask per
 output channel; A_t (O x I x k x k) the task-adaptive kernel, initialised to B / 3 (the code's
 `adaptive_factor`, from the initial B, as the code creates every task's variables at build);
-alpha_t (S) attention over KB_t (S x O x I x k x k), the knowledge base: other clients'
-thresholded A from their previous task, frozen, zero for a client's first task. In evaluation
+alpha_t (S) attention over KB_t (S x O x I x k x k), the knowledge base: every client's latest
+thresholded A (one slot per client, the receiving client's own earlier task included, where the
+paper speaks of other clients' kernels), frozen, zero for a client's first task. In evaluation
 mode A_t is hard-thresholded at |A| > lambda_1, as the code's `l1_pruning` does at inference.
 Masks and attention start from Keras's VarianceScaling (truncated normal, std 1/sqrt(n)).
 
