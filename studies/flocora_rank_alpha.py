@@ -4,8 +4,7 @@ FLoCoRA's recipe (`fcl.presets.FLOCORA`: one task, i.e. plain federated learning
 randomly initialised backbone with GroupNorm, LoRA on every convolution with the norm layers
 and the final FC trained; Dirichlet(0.5) clients; FedAvg on the server). Its sizes come from the
 preset: `local` runs `flocora-local`, `paper` runs `flocora` (ResNet-8 on CIFAR-10: give
-data.root), `smoke` the study smoke sizes. Ranks 8-64; at `flocora-cifar10-lowrank` (width
-64, where LoRA is low-rank) ranks 4-32, each below the narrowest stage's 64 channels.
+data.root), `smoke` the study smoke sizes.
 """
 from fcl.presets import FLOCORA_RECIPE
 from fcl.tune import Study, grid, main
