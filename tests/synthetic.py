@@ -4,11 +4,17 @@ import torch
 
 from fcl.data.federated import FederatedData, TaskData
 
-# smoke-preset overrides for a tiny model that still has every part (width 8, LoRA r = 4)
+# smoke-preset overrides for a tiny model that still has every part (width 8; `adapter` adds
+# LoRA r = 4 where the adapter is LoRA: a LoRA key on another method's run is refused)
 SMALL = {"model.width": 8, "client.batch_size": 16, "client.local_epochs": 2,
          "client.lr": 0.02, "client.momentum": 0.9, "client.weight_decay": 1e-3,
-         "model.lora_rank": 4, "model.lora_alpha": 8.0, "rounds": 5,
-         "data.train_per_class": 40, "data.test_per_class": 10}
+         "rounds": 5, "data.train_per_class": 40, "data.test_per_class": 10}
+LORA = {"model.lora_rank": 4, "model.lora_alpha": 8.0}
+
+
+def adapter(name: str) -> dict:
+    """SMALL's overrides for a run of adapter `name`."""
+    return {**SMALL, "model.adapter": name, **(LORA if name == "lora" else {})}
 
 
 @pytest.fixture

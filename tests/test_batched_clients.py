@@ -13,6 +13,7 @@ from fcl.models.task_state import buffer_names, read_state, trainable_names
 from fcl.presets import preset
 from fcl.seeding import generator
 from synthetic import SMALL, one_thread, synthetic_data  # noqa: F401  (one_thread: a fixture)
+from synthetic import adapter as small
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -20,7 +21,7 @@ SIZES = [27, 27, 26, 40, 9]            # batch 16: steps per epoch 2, 2, 2, 3, 1
 
 
 def sequential_and_batched(adapter: str, augment: bool = False):
-    cfg = preset("smoke", {**SMALL, "model.adapter": adapter})
+    cfg = preset("smoke", small(adapter))
     data = dataclasses.replace(synthetic_data(SIZES), augment=augment)
     model = build_model(cfg.model, data.image_shape, data.classes_per_task(), 0)
     trainable, buffers = trainable_names(model.tasks[0]), buffer_names(model.tasks[0])
@@ -121,12 +122,12 @@ def test_batched_run_matches_the_sequential_run():
 @pytest.mark.parametrize("adapter", ["nettailor", "lora", "full"])
 def test_frozen_parameters_never_get_a_grad(adapter):
     data = synthetic_data([20, 20, 20])
-    cfg = preset("smoke", {**SMALL, "model.adapter": adapter, "data.num_tasks": 1, "rounds": 1})
+    cfg = preset("smoke", {**small(adapter), "data.num_tasks": 1, "rounds": 1})
     model = build_model(cfg.model, data.image_shape, data.classes_per_task(), 0)
     frozen = list(model.backbone.parameters())
     assert frozen and not any(p.requires_grad for p in frozen)
     for batching in (False, True):          # one by one, then the three clients batched
-        run(preset("smoke", {**SMALL, "model.adapter": adapter, "data.num_tasks": 1,
+        run(preset("smoke", {**small(adapter), "data.num_tasks": 1,
                              "rounds": 1, "run.client_batching": batching}),
             data=data, model=model)
     assert not any(p.requires_grad for p in frozen)
