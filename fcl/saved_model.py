@@ -177,21 +177,47 @@ def verify(folder: str, meta: dict, blob: dict) -> None:
                               f"the run saved (sha256 differs); {fix}")
 
 
+def _read_saved(folder: str) -> tuple[dict, dict]:
+    """model.json and model.pt of a saved model; SavedModelError (one line naming the file)
+    where one is missing, unreadable, or not what `fcl run --save-model` writes."""
+    meta_path, model_path = os.path.join(folder, META_FILE), os.path.join(folder, MODEL_FILE)
+    for path in (meta_path, model_path):
+        if not os.path.isfile(path):
+            raise SavedModelError(f"{path}: not found (a folder that fcl run --save-model "
+                                  "wrote holds model.json and model.pt)")
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SavedModelError(f"{meta_path}: not readable JSON ({type(e).__name__})") from None
+    try:
+        blob = torch.load(model_path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises several types for a file that is not its pickle
+        raise SavedModelError(f"{model_path}: not a model torch can load "
+                              f"({type(e).__name__})") from None
+    if not isinstance(meta, dict) or not isinstance(blob, dict):
+        raise SavedModelError(f"{folder}: model.json or model.pt is not what fcl run "
+                              "--save-model writes")
+    return meta, blob
+
+
 def load_model(folder: str, device: str | torch.device = "cpu") -> list[TaskClassifier]:
     """The model `fcl run --save-model folder` wrote: one `TaskClassifier` per task (sharing one
     backbone), in eval mode on `device`. Raises SavedModelError (a ValueError) if a task's
     weights, the classes or the input statistics are not those the run saved, and ValueError
     if the rebuilt backbone differs from the run's (another weights file at that path, another
-    torch init)."""
-    with open(os.path.join(folder, META_FILE)) as f:
-        meta = json.load(f)
-    blob = torch.load(os.path.join(folder, MODEL_FILE), map_location="cpu", weights_only=True)
-    cfg = from_flat(meta["config"])
-    ident = meta["backbone"]
+    torch init). A missing, unreadable or foreign file raises SavedModelError, one line."""
+    meta, blob = _read_saved(folder)
+    try:
+        cfg = from_flat(meta["config"])
+        ident = meta["backbone"]
+        classes = meta["task_classes"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise SavedModelError(f"{folder}/{META_FILE}: not the description fcl run --save-model "
+                              f"writes ({type(e).__name__}: {e})") from None
     if ident["init"] == "file" and file_sha256(weights_file(ident["path"])) != ident["sha256"]:
         raise ValueError(f"{ident['path']}: not the backbone weights file of this run "
                          f"(sha256 differs)")
-    classes = meta["task_classes"]
     verify(folder, meta, blob)
     model = build_model(cfg.model, tuple(meta["image_shape"]), [len(c) for c in classes],
                         cfg.seed)

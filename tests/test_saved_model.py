@@ -160,3 +160,31 @@ def test_save_model_into_a_saved_model_is_refused_before_the_run(saved, tmp_path
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "already holds a saved model" in err and "round" not in err
     assert (saved / "model.pt").read_bytes() == before
+
+
+def test_a_missing_or_garbage_file_is_one_saved_model_error(saved, tmp_path):
+    import shutil
+
+    from fcl.saved_model import SavedModelError
+
+    def copy(name):
+        folder = tmp_path / name
+        shutil.copytree(saved, folder)
+        return folder
+    cases = {"no folder": tmp_path / "none"}
+    cases["no model.pt"] = copy("a")
+    (cases["no model.pt"] / "model.pt").unlink()
+    cases["garbage model.json"] = copy("b")
+    (cases["garbage model.json"] / "model.json").write_text("{not json")
+    cases["garbage model.pt"] = copy("c")
+    (cases["garbage model.pt"] / "model.pt").write_bytes(b"\x00garbage")
+    cases["a JSON list"] = copy("d")
+    (cases["a JSON list"] / "model.json").write_text("[1, 2]")
+    cases["no config"] = copy("e")
+    meta = json.loads((cases["no config"] / "model.json").read_text())
+    del meta["config"]
+    (cases["no config"] / "model.json").write_text(json.dumps(meta))
+    for what, folder in cases.items():
+        with pytest.raises(SavedModelError) as err:
+            fcl.load_model(str(folder))
+        assert "\n" not in str(err.value) and str(folder) in str(err.value), what
