@@ -166,3 +166,18 @@ def test_chance_accuracy_counts_each_tasks_classes_and_test_images():
     assert chance_accuracy(ds, data) == ((100 / 3 + 100 / 2) / 2, 3 + 3 + 3 + 2 + 2)
     data = preset("smoke", {"data.num_tasks": 2, "data.test_per_class": 0}).data
     assert chance_accuracy(ds, data)[1] == 16
+
+
+def test_sigterm_during_the_export_waits_for_it_and_is_reported():
+    import os
+    import signal
+
+    from fcl.tune.progress import deferred_sigterm
+    done, before = [], signal.getsignal(signal.SIGTERM)
+    with deferred_sigterm() as terminated:
+        assert not terminated()
+        os.kill(os.getpid(), signal.SIGTERM)          # held: the process lives on
+        os.kill(os.getpid(), signal.SIGTERM)          # a second one too
+        done.append("exported")
+    assert done == ["exported"] and terminated()
+    assert signal.getsignal(signal.SIGTERM) == before            # the handler put back

@@ -192,6 +192,22 @@ def sigterm_as_ctrl_c():
 
 
 @contextlib.contextmanager
+def deferred_sigterm():
+    """SIGTERM (or several) during the block is held until it ends: the export writes the
+    study's files, manifest last, and a kill half-way would leave it to the next `--resume`.
+    Yields a function that says whether one came. Main thread only (elsewhere: never)."""
+    got = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    try:
+        yield lambda: bool(got)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextlib.contextmanager
 def quiet_interrupt():
     """Starts the study's record of stops (`fcl.tune.stop_request`); once Tune received a stop
     signal (Ctrl-C, SIGTERM, or fcl's own), Ray's warnings are dropped until the block ends,

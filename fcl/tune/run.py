@@ -113,7 +113,14 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
             raise disk_full_error(plan.opts, state, f"trial {full[0].detail}")
         check_all_ran(tune_plan, state, grid, interrupted)
         try:
-            return export_study(plan, grid, interrupted, time.perf_counter() - t0, out, part)
+            with progress.deferred_sigterm() as terminated:
+                outcome = export_study(plan, grid, interrupted, time.perf_counter() - t0, out,
+                                       part)
+            if terminated() and not outcome.interrupted:
+                print("terminated (SIGTERM) during the export, which finished first: "
+                      f"{len(outcome.paths)} files written, the study is whole", file=sys.stderr)
+                outcome = replace(outcome, interrupted=True, terminated=True)
+            return outcome
         except OSError as e:
             if not disk_full.says_disk_full(str(e)):
                 raise
