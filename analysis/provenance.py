@@ -102,6 +102,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis provenan
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("repo", nargs="?", default=".", help="the checkout (default: .)")
     repo = Path(p.parse_args(argv).repo)
+    inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=repo, capture_output=True)
+    if inside.returncode != 0:
+        print(f"error: {repo}: not a git checkout; the check needs its history", file=sys.stderr)
+        return 2
     found = problems(repo)
     for line in found:
         print(line)
