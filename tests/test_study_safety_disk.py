@@ -121,17 +121,23 @@ def test_resume_refuses_an_emptied_search_state_naming_the_file(tmp_path):
     """A kill while Tune writes `basic-variant-state-*.json` can leave it empty; resumed, Tune
     would create only the trials it still finds and report success. Refused in one line."""
     from fcl.config import ConfigError
+    import pickle
+
     from fcl.tune.disk_full import damaged_search_state, ensure_resumable
     path = tmp_path / ".tune" / "s"
     path.mkdir(parents=True)
     (path / "experiment_state-2026-01-01.json").write_text('{"trial_data": [1, 2]}')
-    (path / "basic-variant-state-2026-01-01.json").write_text('{"x": 1}')
+    (path / "basic-variant-state-2026-01-01.json").write_bytes(pickle.dumps({"_iterators": []}))
     (path / "tuner.pkl").write_bytes(b"\x80\x04.")
     assert damaged_search_state(str(path)) == ""
     ensure_resumable("s", str(path))
     (path / "basic-variant-state-2026-01-02.json").write_text("")          # the newest: empty
     with pytest.raises(ConfigError, match=r"basic-variant-state-2026-01-02\.json is empty or "
-                                          r"not JSON .*--fresh"):
+                                          r"cut short .*--fresh"):
+        ensure_resumable("s", str(path))
+    whole = pickle.dumps({"_iterators": list(range(100))})
+    (path / "basic-variant-state-2026-01-02.json").write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(ConfigError, match="cut short"):
         ensure_resumable("s", str(path))
     (path / "basic-variant-state-2026-01-02.json").unlink()
     (path / "tuner.pkl").write_bytes(b"")

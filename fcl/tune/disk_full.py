@@ -194,16 +194,16 @@ def ensure_resumable(name: str, path: str) -> None:
 
 def damaged_search_state(folder: str) -> str:
     """What of Tune's other state files would make a resume lose trials silently: the newest
-    `basic-variant-state-*.json` (the grid's trials still to create) empty or not JSON, or an
-    empty `tuner.pkl`; "" where neither is."""
+    `basic-variant-state-*.json` (the grid's trials still to create; a pickle, whatever its
+    name says) empty or cut short, or an empty `tuner.pkl`; "" where neither is."""
     try:
         names = os.listdir(folder)
     except OSError:
         return ""
     variants = sorted(n for n in names
                       if n.startswith("basic-variant-state-") and n.endswith(".json"))
-    if variants and not _reads_back(os.path.join(folder, variants[-1])):
-        return f"{variants[-1]} is empty or not JSON"
+    if variants and not _unpickles(os.path.join(folder, variants[-1])):
+        return f"{variants[-1]} is empty or cut short"
     tuner = os.path.join(folder, "tuner.pkl")
     if os.path.isfile(tuner) and os.path.getsize(tuner) == 0:
         return "tuner.pkl is empty"
@@ -214,6 +214,17 @@ def drop_stash(path: str) -> None:
     """Forget the driver's copy of a study's state (`--fresh` discards the study)."""
     if "://" not in path:
         shutil.rmtree(stash_folder(path), ignore_errors=True)
+
+
+def _unpickles(path: str) -> bool:
+    """Whether Tune's pickle at `path` (its own file, which Tune would load) loads whole."""
+    import pickle
+    try:
+        with open(path, "rb") as f:
+            pickle.load(f)
+        return True
+    except Exception:  # EOFError, UnpicklingError, and whatever a cut-short pickle raises
+        return False
 
 
 def _reads_back(path: str) -> bool:
