@@ -60,7 +60,8 @@ def citations(repo: Path) -> list[tuple[str, str]]:
         m = json.loads(manifest.read_text())
         where = str(manifest.relative_to(repo))
         found += [(where, m.get("fcl_git", ""))]
-        found += [(f"{where} (extended)", part.get("fcl_git", "")) for part in m.get("extended", [])]
+        found += [(f"{where} (extended)", part.get("fcl_git", ""))
+                  for part in m.get("extended", [])]
         if m.get("fcl_git") == UNKNOWN and not m.get("provenance"):
             found.append((f"{where}: fcl_git unknown without a provenance note", "?"))
     for table in sorted(repo.glob("figures*/**/*.md")):

@@ -177,4 +177,6 @@ def _part(comp: Comparison, result: tuple[float, float, int]) -> str:
     m, h, n = result
     k = SCALE.get(comp.value, 1.0)
     unit = UNITS.get(k, "")
-    return f"{comp.label}{unit} {m * k:+.2f} ± {h * k:.2f} ({n})" if n else f"{comp.label}: not run"
+    if not n:
+        return f"{comp.label}: not run"
+    return f"{comp.label}{unit} {m * k:+.2f} ± {h * k:.2f} ({n})"

@@ -46,6 +46,7 @@ def bar_axes(keys: list[str], axes: list[list[str]] | None = None
 
 METRIC_TITLES = dict(METRICS)            # acc -> "ACC (%)", bwt_f -> "BWT_f (points; ...)"
 MANY = 6                                 # more settings than this: lines without bands
+PERCENT = {"acc": (0.0, 100.0), "drop_share": (0.0, 100.0)}   # metrics that live in 0-100
 
 
 def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str,
@@ -55,23 +56,33 @@ def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str,
     fig = go.Figure()
     groups = list(t.groupby(colour, sort=True, dropna=False)) if colour else [((), t)]
     ends = []
+    bounds = PERCENT.get(metric)
     for _, g in groups:
         s = seed_summary(g, ["_x"], metric)
-        ends += [(s["mean"] - s["ci95"].fillna(0)).min(), (s["mean"] + s["ci95"].fillna(0)).max()]
+        ci = s["ci95"].fillna(0)
+        high, low = s["mean"] + ci, s["mean"] - ci
+        if bounds:          # an interval stays inside what the metric can take (ACC: 0-100)
+            high, low = high.clip(upper=bounds[1]), low.clip(lower=bounds[0])
+        ends += [low.min(), high.max()]
         blown = s["_x"].map(diverged_counts(g, "_x")).fillna(0).astype(int)
         marks = [f"{n} diverged" if n else "" for n in blown]
-        fig.add_bar(x=s["_x"], y=s["mean"],
-                    name=setting_label(g.iloc[0], colour) if colour
-                    else METRIC_TITLES.get(metric, metric),
-                    error_y=dict(type="data", array=s["ci95"].fillna(0).tolist(), visible=True),
-                    text=marks, textposition="inside", customdata=list(zip(s["n"], marks)),
-                    hovertemplate="%{x}: %{y:.2f} (n=%{customdata[0]}) %{customdata[1]}")
-    fig.update_layout(title=title, barmode="group", yaxis_title=METRIC_TITLES.get(metric, metric),
-                      height=380,
+        # dots, not bars: a bar from an axis fitted to 58-65 makes a 1-point gap look large
+        fig.add_scatter(x=s["_x"], y=s["mean"], mode="markers+text", marker=dict(size=10),
+                        name=setting_label(g.iloc[0], colour) if colour
+                        else METRIC_TITLES.get(metric, metric),
+                        error_y=dict(type="data", symmetric=False,
+                                     array=(high - s["mean"]).tolist(),
+                                     arrayminus=(s["mean"] - low).tolist(), visible=True),
+                        text=marks, textposition="top center", customdata=list(zip(s["n"], marks)),
+                        hovertemplate="%{x}: %{y:.2f} (n=%{customdata[0]}) %{customdata[1]}")
+    fig.update_layout(title=title, scattermode="group",
+                      yaxis_title=METRIC_TITLES.get(metric, metric), height=380,
                       margin=dict(t=50, b=60),
                       legend_title=", ".join(key_symbol(k) or k for k in colour) or None)
     if ends:        # fitted to the means and their intervals: 58-65% is not flattened by 0
-        fig.update_yaxes(range=fitted_range(min(ends), max(ends)))
+        low, high = fitted_range(min(ends), max(ends))
+        fig.update_yaxes(range=[max(low, bounds[0]), min(high, bounds[1])] if bounds
+                         else [low, high])
     if xkeys:       # x in the order of the values (rank 8 before 16), not of the labels' text
         order = t.sort_values(xkeys, kind="stable")["_x"].drop_duplicates().tolist()
         fig.update_xaxes(categoryorder="array", categoryarray=order)

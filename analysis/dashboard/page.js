@@ -290,6 +290,23 @@
       diff.appendChild(d);
     }
 
+    // A group's values for its interval: each setting's mean over its seeds (runs that differ
+    // in another key are not repeats of one measurement, so they are not pooled as if they
+    // were); a group of one setting gives that setting's seeds.
+    function settingMeans(rows, metric) {
+      var keys = model.keys.filter(function (k) { return k !== "seed"; });
+      var by = {}, order = [];
+      rows.forEach(function (r) {
+        var v = r.m[metric];
+        if (v === null || v === undefined) return;
+        var key = JSON.stringify(keys.map(function (k) { return r.v[k]; }));
+        if (!by[key]) { by[key] = []; order.push(key); }
+        by[key].push(v);
+      });
+      if (order.length === 1) return by[order[0]];
+      return order.map(function (k) { return by[k].reduce(function (a, b) { return a + b; }, 0) / by[k].length; });
+    }
+
     function drawGroups() {
       var g = groupSel.value, c = colourSel.value, curve = curveSel.value;
       var rows = shown().filter(function (r) { return r.status === "finished" || r.status === "diverged"; });
@@ -348,7 +365,7 @@
         gvals.forEach(function (gv) {
           var o = combos[JSON.stringify([gv, cv])];
           if (!o) return;
-          var vals = o.rows.map(function (r) { return r.m[metric]; }).filter(function (v) { return v !== null && v !== undefined; });
+          var vals = settingMeans(o.rows, metric);
           if (!vals.length) return;
           var s = stats(vals);
           // an interval stays in the metric's domain, as the bands do: ACC within 0-100
@@ -357,17 +374,17 @@
           xs.push(fmt(gv)); ys.push(s.mean); es.push(top - s.mean); em.push(s.mean - bottom); ns.push(s.n);
           ends.push(bottom, top);
         });
-        bars.push({type: "bar", x: xs, y: ys, name: c ? named(c, cv) : (model.labels[metric] || metric),
-                   marker: {color: c ? PALETTE[ci % PALETTE.length]
+        // dots, not bars: a bar drawn from an axis that starts at 55 makes a 1-point gap look large
+        bars.push({type: "scatter", mode: "markers", x: xs, y: ys, name: c ? named(c, cv) : (model.labels[metric] || metric),
+                   marker: {size: 10, color: c ? PALETTE[ci % PALETTE.length]
                      : xs.map(function (x, i) { return PALETTE[i % PALETTE.length]; })},
                    error_y: {type: "data", symmetric: false, array: es, arrayminus: em, visible: true}, customdata: ns,
-                   text: ns.map(function (n) { return "n=" + n; }), textposition: "inside",
                    hovertemplate: "%{x}: %{y:.3g} (n=%{customdata})<extra></extra>"});
       });
       var lo = Math.min.apply(null, ends), hi = Math.max.apply(null, ends), pad = hi > lo ? (hi - lo) * 0.08 : 1;
       Plotly.react(groupBars, bars, {
-        title: {text: (model.labels[metric] || metric) + " by " + g + (c ? ", colour " + c : "") + " (mean over runs, 95% CI)"},
-        barmode: "group", xaxis: {title: {text: g}, type: "category"}, yaxis: {title: {text: model.labels[metric] || metric}, range: [lo - pad, hi + pad]},
+        title: {text: (model.labels[metric] || metric) + " by " + g + (c ? ", colour " + c : "") + " (mean over the settings' seed means, 95% CI; n: settings, or seeds of one setting)"},
+        scattermode: "group", xaxis: {title: {text: g}, type: "category"}, yaxis: {title: {text: model.labels[metric] || metric}, range: [lo - pad, hi + pad]},
         height: 360, margin: {t: 50}}, {responsive: true, displaylogo: false});
     }
 
