@@ -5,7 +5,7 @@
   the first round of phase p), over BWT_f's terms (tasks updated before the boundary), gains
   counted as 0, in points;
 - `drop_share`: the percent of those terms where the task lost more than
-  `fcl.measures.DROP_POINTS` (5 points);
+  `fcl.forgetting.DROP_POINTS` (5 points);
 - `forgetting`: best-minus-final forgetting (Chaudhry et al., 2018), in points.
 
 BWT_f sums signed changes (a gain cancels a drop); these do not. A claim about drops is judged
@@ -21,9 +21,6 @@ import pandas as pd
 from fcl import forgetting as measures
 
 COLUMNS = ("mean_drop", "drop_share", "forgetting")
-LABELS = {"mean_drop": "mean drop at a boundary (points)",
-          "drop_share": f"boundary terms dropping > {measures.DROP_POINTS:g} points (%)",
-          "forgetting": "best-minus-final forgetting (points)"}
 
 
 def forgetting_columns(trials: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:

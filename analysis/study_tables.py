@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.forgetting import COLUMNS as FORGETTING
+from analysis.forgetting import forgetting_columns
 from analysis.study_folder import REEXPORT, SchemaError, checked_manifest, holds_study
 from fcl.manifest import Manifest, dataset_label
 from fcl.results_io import ERROR, SCHEMA_VERSION  # the one schema this code reads
@@ -159,8 +161,7 @@ def load_study(results: str | os.PathLike, name: str) -> Study:
 def with_forgetting(trials: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
     """`trials` plus the forgetting measures of `analysis.forgetting` where a trial's tasks
     are stored (columns the trials already hold are kept as stored)."""
-    from analysis.forgetting import COLUMNS, forgetting_columns
-    new = [c for c in COLUMNS if c not in trials.columns]
+    new = [c for c in FORGETTING if c not in trials.columns]
     if not new or "data.num_tasks" not in trials:
         return trials
     measures = forgetting_columns(trials, rounds.rename(columns={"task_reports": "reports"}))
