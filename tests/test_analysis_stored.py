@@ -22,14 +22,16 @@ from fcl.manifest import read_manifest, verify
 REPO = Path(__file__).resolve().parent.parent
 RESULTS, PRETRAINED, FIGURES = REPO / "results", REPO / "results-pretrained", REPO / "figures"
 DRIFT = REPO / "results-drift"
+LOWRANK = REPO / "results-lowrank"
 # the committed figures read each study from the first of these folders that stores it
 FIGURE_SOURCES = (PRETRAINED, RESULTS)
 STORED_FOLDERS = sorted(p.parent for p in (*RESULTS.glob("*/trials.parquet"),
                                            *PRETRAINED.glob("*/trials.parquet"),
                                            *PRETRAINED.glob("*/*/trials.parquet"),
-                                           *DRIFT.glob("*/trials.parquet")))
+                                           *DRIFT.glob("*/trials.parquet"),
+                                           *LOWRANK.glob("*/trials.parquet")))
 PRESET = {RESULTS: "cifar10-local", PRETRAINED: "cifar10-local-pretrained",
-          DRIFT: "cifar10-drift"}
+          DRIFT: "cifar10-drift", LOWRANK: "flocora-cifar10-lowrank"}
 
 
 def source_of(study: str) -> Path:
@@ -109,7 +111,7 @@ def test_each_stored_manifest_declares_what_its_study_script_declares(folder):
 def test_every_dashboard_view_of_the_stored_studies_says_what_it_was_drawn_from():
     for folder in STORED_FOLDERS:
         study = load_study(folder.parent, folder.name)
-        preset = PRESET[next(root for root in (PRETRAINED, DRIFT, RESULTS)
+        preset = PRESET[next(root for root in (PRETRAINED, DRIFT, LOWRANK, RESULTS)
                              if root in folder.parents)]
         for view in study_views(study):
             assert view.source == (f"preset {preset} · data set cifar10 · commit "
