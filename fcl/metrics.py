@@ -55,5 +55,3 @@ def bwt_f(A: torch.Tensor, q: int, first_update: list[float]) -> float:
 def bwt_f_literal(A: torch.Tensor, q: int) -> float:
     """Eq. 10 as printed: every task at every boundary."""
     return float(_boundary_terms(A, q).double().sum()) / A.shape[0] ** 2
-
-

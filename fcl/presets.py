@@ -148,9 +148,10 @@ PRESETS: dict[str, dict] = {
     # LoRA is low-rank: at r 32 a message is 4.70x / 17.31x / 31.81x / 54.71x smaller than
     # FedAvg's at 32 / 8 / 4 / 2 bits (`fcl params`), within 3% of FLoCoRA's ResNet-8 (4.8 /
     # 17.7 / 32.6 / 56.3), where width 16 gives 1.18x at FP (its adapters outgrow its 16-channel
-    # kernels). R = 40 as at width 16 (400,000 training samples): at R = 20 full-model FedAvg
-    # reached 57.0 / 37.1 / 53.1% at seeds 0-2, at R = 40 57.6% at seed 1 (results/README.md,
-    # "A low-rank FLoCoRA regime"); run.precision=auto (bf16 where the CPU has it natively)
+    # kernels). R = 40 as at width 16 (400,000 training samples): full-model FedAvg 64.0 /
+    # 57.6 / 60.3% at seeds 0-2, 4.4 min a run on 2 threads, LoRA about twice that (at R = 20
+    # seed 1 stayed at 37.1%; results/README.md, "A low-rank FLoCoRA regime");
+    # run.precision=auto (bf16 where the CPU has it natively)
     "flocora-cifar10-lowrank": {**FLOCORA, "rounds": 40, "data.name": "cifar10",
                                 "data.root": "data", "data.num_clients": 10, "data.alpha": 1.0,
                                 "participation.fraction": 0.2, "data.train_per_class": 5000,
