@@ -137,3 +137,28 @@ def test_a_heatmap_hatches_cells_it_cannot_tell_from_the_highest():
     assert _tied_with_best(one_seed, ("data.num_clients",), None, "data.num_clients", None,
                            "acc", like).tolist() == [[False, True, True]]
     assert np.asarray(tied).dtype == bool
+
+
+def test_compared_panels_share_one_y_scale_and_partial_points_are_marked():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from analysis.figures.curves import draw_band, partial_seeds, share_y
+    fig, (a, b) = plt.subplots(1, 2)
+    a.set_ylim(0, 0.2)
+    b.set_ylim(-0.1, 1.2)
+    share_y([a, b])
+    assert a.get_ylim() == b.get_ylim() == (-0.1, 1.2)
+    # rounds 1-2 average 5 seeds, round 3 only 3 (a task some seeds' orders do not train)
+    stats = pd.DataFrame({"round": [1, 2, 3], "mean": [0.1, 0.2, 0.9], "ci95": [0.01] * 3,
+                          "n": [5, 5, 3]})
+    assert partial_seeds(stats).tolist() == [False, False, True]
+    fig, ax = plt.subplots()
+    draw_band(ax, stats, "round", "line")
+    solid = ax.lines[0].get_ydata()
+    assert list(solid[:2]) == [0.1, 0.2] and pd.isna(solid[2])      # not drawn as the same mean
+    hollow = [ln for ln in ax.lines if ln.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and list(hollow[0].get_ydata()) == [0.9]
+    plt.close("all")
