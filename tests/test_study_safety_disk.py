@@ -148,13 +148,16 @@ def test_a_study_that_ran_fewer_trials_than_planned_is_not_exported(tmp_path):
     from types import SimpleNamespace
 
     from fcl.config import ConfigError
-    from fcl.tune.run import check_all_ran, planned_trials
+    from fcl.tune.plan import StudyPlan
+    from fcl.tune.run import check_all_ran
     from fcl.tune.space import grid
-    plan = SimpleNamespace(study=SimpleNamespace(searcher=None), name="s",
-                           space={"client.lr": grid(0.1, 0.2), "seed": grid(0, 1, 2)},
-                           opts=SimpleNamespace(num_samples=1, resume=True, results=str(tmp_path)))
+    study = SimpleNamespace(searcher=None, name="s")
+    opts = SimpleNamespace(num_samples=1, resume=True, results=str(tmp_path))
+    plan = SimpleNamespace(study=study, name="s", opts=opts,
+                           space={"client.lr": grid(0.1, 0.2), "seed": grid(0, 1, 2)})
+    plan.planned_trials = StudyPlan.planned_trials.fget(plan)
     state = SimpleNamespace(path=str(tmp_path / ".tune" / "s"))
-    assert planned_trials(plan) == 6
+    assert plan.planned_trials == 6
     check_all_ran(plan, state, [object()] * 6, "")                 # all there
     check_all_ran(plan, state, [object()] * 2, "SIGINT")           # interrupted: its own line
     with pytest.raises(ConfigError, match="Tune ran 1 of the 6 planned trials of study s: .*"

@@ -42,6 +42,13 @@ class StudyPlan:
         a grid's seeds are trials of their own (one grid axis)."""
         return (self.opts.seeds or 1) if self.study.searcher is not None else 1
 
+    @property
+    def planned_trials(self) -> int:
+        """The trials Tune creates: every grid point `num_samples` times (a search:
+        `num_samples`)."""
+        points = 1 if self.study.searcher else len(spaces.grid_points(self.space))
+        return points * self.opts.num_samples
+
     def resources(self, have: dict, autoscales: bool, nodes: list | None = None
                   ) -> cluster.TrialResources:
         """Each trial's share of a cluster that has `have` in all, on `nodes` (`fcl.tune.nodes`;

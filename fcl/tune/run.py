@@ -32,7 +32,7 @@ from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.optuna_storage import dashboard_command
 from fcl.tune.data_sharing import dataset_key
-from fcl.tune.space import grid_points, varying_keys
+from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
 from fcl.tune.trial_models import export_models
@@ -155,19 +155,13 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     return grid, stop
 
 
-def planned_trials(plan: StudyPlan) -> int:
-    """The trials Tune creates for `plan`: every grid point `num_samples` times (a search:
-    `num_samples`)."""
-    return (1 if plan.study.searcher else len(grid_points(plan.space))) * plan.opts.num_samples
-
-
 def check_all_ran(plan: StudyPlan, state: states.TuneState, grid, interrupted: str) -> None:
     """A study that ended without a stop signal holds every planned trial, or it is refused
     before anything is exported: Tune resumed from a state that no longer records them all
     would end "successfully" over fewer rows."""
     if interrupted or grid is None or stop_request.stops():
         return
-    planned = planned_trials(plan)
+    planned = plan.planned_trials
     if len(grid) < planned:
         raise ConfigError("--resume" if plan.opts.resume else "--results",
                           "on" if plan.opts.resume else plan.opts.results,

@@ -129,7 +129,7 @@ def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
     if table:
         return progress_reporter(plan.space, plan.study.searcher)
     points = grid_points(plan.space)
-    total = plan.opts.num_samples * (1 if plan.study.searcher else len(points))
+    total = plan.planned_trials
     prior = None
     if not res.gpus:
         samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
