@@ -192,6 +192,14 @@ class ModelConfig:
                                          "client.lr (official: Adam, lr 1e-3/3, a fresh one "
                                          "each round; sgd = the other methods' client.*)",
                                  choices=("adam", "sgd"))
+    fedweit_bwt_clients: str = opt("held", "fedweit only: whose accuracy a BWT_f term of task t "
+                                           "compares across a phase boundary (each client keeps "
+                                           "its own task model). held = the clients that held "
+                                           "t before the boundary, the same on both sides (the "
+                                           "FCL paper's drop from new clients updating the "
+                                           "model); all = every client holding t after it, "
+                                           "including those that just started t",
+                                   choices=("held", "all"))
     fedpara_gamma: float = opt(0.1, "fedpara only: gamma, each layer's rank R = ceil((1 - "
                                     "gamma) r_min + gamma r_max) between the smallest rank "
                                     "that can reach full rank and the largest with no more "
@@ -553,7 +561,8 @@ METHOD_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("model.adapter", "nettailor"): ("model.proxy_depth", "model.node_relu", "model.gate_init",
                                      "model.complexity_penalty"),
     ("model.adapter", "fedweit"): tuple(f"model.fedweit_{k}" for k in (
-        "lambda_l1", "lambda_l2", "weight_decay", "sparsity", "channels", "past", "optimizer")),
+        "lambda_l1", "lambda_l2", "weight_decay", "sparsity", "channels", "past", "optimizer",
+        "bwt_clients")),
     ("client.algorithm", "fedprox"): ("client.prox_mu",),
 }
 
