@@ -7,6 +7,7 @@ tmp_path."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -148,3 +149,13 @@ def test_the_claims_table_in_results_readme_is_what_its_command_prints(capsys, m
     printed = capsys.readouterr().out.strip()
     assert printed.splitlines()[0].startswith("| claim | study | paper |")
     assert printed in readme
+    # the prose around it cites the same numbers: every `mean ± half-width` it gives is in the
+    # table, or in a committed figure's table it names (figures/*.md, themselves regenerated)
+    section = readme[readme.index("## The papers' claims on both backbones"):
+                     readme.index("## The papers beside ours")]
+    prose = " ".join(line for line in section.splitlines() if not line.startswith("|"))
+    figures = " ".join(p.read_text() for p in FIGURES.glob("*.md"))
+    unsigned = re.compile(r"[+-]?(\d+\.\d+) ± (\d+\.\d+)")
+    known = set(unsigned.findall(printed)) | set(unsigned.findall(figures))
+    cited = unsigned.findall(prose)
+    assert cited and [c for c in cited if c not in known] == []
