@@ -175,6 +175,27 @@ def test_a_shared_storage_is_held_too(tmp_path):
         proc.wait()
 
 
+def test_another_results_folders_default_storage_is_held_by_that_folders_driver(held, tmp_path):
+    """Driver A runs with --results A (its Tune state in A/.tune, its lock A's); driver B with
+    --results B --storage A/.tune --fresh would delete A's live state: refused, nothing touched."""
+    state = tmp_path / ".tune" / "stragglers"
+    state.mkdir(parents=True)
+    (state / "sentinel").write_text("driver A's state")
+    opts = smoke(tmp_path / "b", storage=str(tmp_path / ".tune"), fresh=True)
+    with pytest.raises(ConfigError, match=rf"^--storage={tmp_path}: study stragglers is held "
+                                          rf"by another driver: host .*, pid {held.pid}"):
+        run_study(STRAGGLERS, opts)
+    assert (state / "sentinel").exists()
+    assert not (tmp_path / ".tune" / ".stragglers.lock").exists()   # its own lock released
+
+
+def test_a_drivers_own_default_storage_named_explicitly_is_held_once(tmp_path):
+    with states.hold(str(tmp_path), "stragglers"):
+        with states.hold_storage(smoke(tmp_path, storage=str(tmp_path / ".tune")),
+                                 "stragglers"):
+            pass
+
+
 def test_a_storage_that_is_the_results_folder_is_held_once(tmp_path):
     """--storage naming the results folder (or a link to it): one lock file, which the driver
     holds once; a second flock of its own would find it held and refuse the driver itself."""

@@ -253,5 +253,17 @@ def hold_storage(opts: StudyOptions, name: str) -> Iterator[None]:
               f"of study {name} on it at a time", file=sys.stderr)
         yield
         return
-    with hold(storage, name, opts.command, "--storage"):
+    owner = default_storage_owner(storage)
+    with hold(storage, name, opts.command, "--storage"), \
+            (hold(owner, name, opts.command, "--storage")
+             if owner and os.path.realpath(owner) != os.path.realpath(opts.results)
+             else contextlib.nullcontext()):
         yield
+
+
+def default_storage_owner(storage: str) -> str | None:
+    """The results folder whose default storage `storage` is (`<results>/.tune`), or None: a
+    driver of that folder holds only its results lock, so a driver using its storage from
+    another results folder must take that lock too, or its `--fresh` deletes a live state."""
+    path = os.path.realpath(storage)
+    return os.path.dirname(path) if os.path.basename(path) == ".tune" else None
