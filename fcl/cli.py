@@ -305,11 +305,31 @@ def asks_version(argv: list[str]) -> bool:
     return False
 
 
+def check_config_early(argv: list[str]) -> None:
+    """`--preset` and `--set` of a command that takes them, checked before the parser (whose
+    commands import torch, about 2 s) is built: a typo is refused at once. Everything else, and
+    every error this does not raise, is the full parser's."""
+    if not argv or argv[0] not in ("run", "params") or "-h" in argv or "--help" in argv:
+        return
+    early = argparse.ArgumentParser(add_help=False)
+    add_config_arguments(early)
+    try:
+        known, _ = early.parse_known_args(argv[1:])
+    except SystemExit:                  # argparse's own complaint: the full parser says it
+        return
+    config_from_args(known)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if asks_version(argv):          # no parser: building it imports torch (~2 s)
         print(f"fcl {__version__}")
         return 0
+    try:
+        check_config_early(argv)
+    except ConfigError as e:
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
     from fcl.data.datasets import DataError
     parser = build_parser(argv)
     args = parser.parse_args(argv)

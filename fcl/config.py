@@ -8,11 +8,12 @@ inside a loop.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import typing
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from fcl.data.domains import parse_domains
 from fcl.models.stages import stage_channels
@@ -483,6 +484,9 @@ def check_value(key: str, value: Any, meta: dict) -> None:
         raise ConfigError(key, value, "out of range", meta["allowed"])
 
 
+TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
 def parse_value(key: str, text: Any, typ: type) -> Any:
     """Turn a `--set` string (or a JSON/Tune value) into the field's type, or raise ConfigError."""
     if not isinstance(text, str):
@@ -490,7 +494,7 @@ def parse_value(key: str, text: Any, typ: type) -> Any:
             return float(text)
         if isinstance(text, typ) and not (typ is int and isinstance(text, bool)):
             return text
-        raise ConfigError(key, text, f"not a {typ.__name__}", f"a {typ.__name__}")
+        raise ConfigError(key, text, f"not {TYPE_WORDS[typ]}", TYPE_WORDS[typ])
     try:
         if typ is bool:
             low = text.strip().lower()
@@ -503,8 +507,8 @@ def parse_value(key: str, text: Any, typ: type) -> Any:
             return float(text)
         return text
     except ValueError:
-        raise ConfigError(key, text, f"not a {typ.__name__}",
-                          "true or false" if typ is bool else f"a {typ.__name__}") from None
+        raise ConfigError(key, text, f"not {TYPE_WORDS[typ]}",
+                          "true or false" if typ is bool else TYPE_WORDS[typ]) from None
 
 
 def parse_field(key: str, raw: Any, typ: type, meta: dict) -> Any:
@@ -527,6 +531,12 @@ def field_types(cfg: RunConfig | None = None) -> dict[str, type]:
     return {key: typ for key, _, _, typ in iter_fields(cfg or RunConfig())}
 
 
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`did you mean client.lr? ` for a key close to a known one (a typo), else ''."""
+    close = difflib.get_close_matches(key, list(known), n=2, cutoff=0.75)
+    return f"did you mean {' or '.join(close)}? " if close else ""
+
+
 def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """A new config with `{'server.lr': '0.5', ...}` applied (strings parsed by field type).
 
@@ -537,7 +547,8 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     sections: dict[str, dict[str, Any]] = {}
     for key, raw in overrides.items():
         if key not in types_:
-            raise ConfigError(key, raw, "unknown key", "see `fcl run --help` for every key")
+            raise ConfigError(key, raw, "unknown key", did_you_mean(key, types_) +
+                              "see `fcl run --help` for every key")
         value = parse_field(key, raw, types_[key], metas[key])
         if "." in key:
             section, name = key.split(".", 1)
