@@ -348,11 +348,10 @@ class CompressionConfig:
 class EvalConfig:
     every: int = opt(1, "evaluate all tasks every k rounds (phase boundaries and the last round "
                         "always)", **POSITIVE)
-    batch_size: int = opt(0, "evaluation batch size; auto (stored as 0, the default) = the "
-                             "measured best of the device the run computes on (`fcl.compute_"
-                             "mode.eval_batch_size`: 1024 on a GPU; on a CPU the largest power "
-                             "of two whose largest activation fits 8 MiB, e.g. 32 for "
-                             "ResNet-8, 2.3x batch 1024; docs/benchmarks.md)",
+    batch_size: int = opt(0, "evaluation batch size; auto (stored as 0, the default) = by the "
+                             "device the run computes on (`fcl.compute_mode.eval_batch_size`: "
+                             "1024 on a GPU; on a CPU the largest power of two whose largest "
+                             "activation fits 8 MiB, e.g. 32 for ResNet-8)",
                           check=lambda v: v >= 0,
                           allowed="auto or a positive integer", aliases={"auto": 0})
 
@@ -366,22 +365,18 @@ class RuntimeConfig:
     precision: str = opt("auto", "forward passes of local training and evaluation: fp32, "
                                  "bf16 autocast (weights, gradients, server state and messages "
                                  "stay float32), or auto = bf16 where the device has native "
-                                 "bfloat16 kernels (ResNet-8 1.7-2.3x fp32 on a CPU with "
-                                 "AVX512-BF16), else fp32; the presets of resnet_tiny at width "
-                                 "16 say fp32, measured faster there",
+                                 "bfloat16 kernels (a CPU with AVX512-BF16 or AMX, a CUDA GPU "
+                                 "that supports it), else fp32",
                          choices=("fp32", "bf16", "auto"))
     channels_last: str = opt("auto", "images and 4-D weights in channels_last (NHWC) memory "
                                       "format (same values, other convolution kernels): true, "
-                                      "false, or auto = NHWC on an AVX-512 CPU (measured "
-                                      "1.2-1.9x) and on a CUDA GPU (torch's advice, "
-                                      "unmeasured), NCHW on other CPUs (AVX2: 0.77-0.99x; "
-                                      "docs/benchmarks.md)", **BOOL_OR_AUTO)
+                                      "false, or auto = NHWC on an AVX-512 CPU and on a CUDA "
+                                      "GPU, NCHW on other CPUs", **BOOL_OR_AUTO)
     client_batching: str = opt("false", "clients of the same task in the same round train "
                                         "together in one vmapped step (torch.func), falling "
                                         "back to one by one where they cannot (fcl/federated/"
                                         "batched_clients.py): true, false, or auto = on a CUDA "
-                                        "GPU (unmeasured), off on a CPU (measured "
-                                        "0.37-1.00x of one by one; docs/benchmarks.md)",
+                                        "GPU, off on a CPU",
                                **BOOL_OR_AUTO)
     divergence_loss: float = opt(1e3, "the run is flagged diverged (summary: diverged, "
                                       "diverged_round) once a round's mean training loss "
