@@ -142,8 +142,6 @@ def table4_methods(study: Study, out: Path, beside: list[Study] = ()) -> Produce
     task's module: FedWeIT's masks, adaptive kernels, norms and head, counted dense); "with
     KB" adds FedWeIT's knowledge bases, one slot per client for every task but the first, as
     the official code holds them (the other methods keep none: the same number)."""
-    from fcl.communication import params_report
-    from fcl.config import field_types, from_flat
     from fcl.federated.participation import num_sampled
     parts = []
     for s in (study, *beside):
@@ -164,13 +162,7 @@ def table4_methods(study: Study, out: Path, beside: list[Study] = ()) -> Produce
     stats = stats.merge(comm.reset_index(), on=keys)
     order = {p: i for i, p in enumerate(dict.fromkeys(t["preset"]))}
     stats = stats.sort_values("preset", key=lambda c: c.map(order), kind="stable")
-    config_keys = field_types()
-    sizes = {}
-    for row in t.groupby(keys, dropna=False).head(1).to_dict("records"):
-        rep = params_report(from_flat({k: v for k, v in row.items()
-                                       if k in config_keys and not pd.isna(v)}))
-        sizes[tuple(row[k] for k in keys)] = (rep["client_model_bytes_own"] / 1e6,
-                                              rep["client_model_bytes"] / 1e6)
+    sizes = model_sizes(t, keys)
     stats["model_mb_own"] = [sizes[tuple(r[k] for k in keys)][0]
                              for r in stats.to_dict("records")]
     stats["model_mb"] = [sizes[tuple(r[k] for k in keys)][1] for r in stats.to_dict("records")]
@@ -192,3 +184,18 @@ def table4_methods(study: Study, out: Path, beside: list[Study] = ()) -> Produce
           f"knowledge bases. Communication: bytes as encoded, per round and sampled "
           f"client.\n\n" + markdown_table(header, rows))
     return Produced(save_table(stats, md, out, "table4", provenance), stats)
+
+
+def model_sizes(trials: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[float, float]]:
+    """Per setting of `keys`, the model one client stores in MB, (own, with FedWeIT's knowledge
+    bases), from its config (`fcl.communication.params_report`)."""
+    from fcl.communication import params_report
+    from fcl.config import field_types, from_flat
+    config_keys = field_types()
+    sizes = {}
+    for row in trials.groupby(keys, dropna=False).head(1).to_dict("records"):
+        rep = params_report(from_flat({k: v for k, v in row.items()
+                                       if k in config_keys and not pd.isna(v)}))
+        sizes[tuple(row[k] for k in keys)] = (rep["client_model_bytes_own"] / 1e6,
+                                              rep["client_model_bytes"] / 1e6)
+    return sizes

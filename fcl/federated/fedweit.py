@@ -226,17 +226,7 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
     """K local epochs of FedWeIT's client on `task` from the server's B."""
     model, cfg, mcfg = plan.model, plan.cfg.client, plan.cfg.model
     names = plan.names[task]
-    load_state_(model.shared, shared)
-    for i, tensors in own.tasks.items():
-        load_state_(model.tasks[i], tensors)
-    anchors = own.anchors
-    if own.last != task:                  # a task switch: theta_i* of every other task
-        anchors = {i: anchor(model, i) for i in own.tasks if i != task}
-    alpha = {n: a.clone().requires_grad_(True) for n, a in own.attention.get(task, {}).items()}
-    model.set_knowledge(task, own.knowledge.get(task), alpha or None)
-    for i in own.tasks:
-        if i != task:
-            model.set_knowledge(i, None, None)     # past kernels: B sigmoid(m) + A only
+    anchors, alpha = load_client(plan, shared, own, task)
     module = model.tasks[task]
     base = [model.shared[n] for n in shared]
     params = base + live_tensors(module, names.trainable) + list(alpha.values())
@@ -284,6 +274,26 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
     own = ClientTasks(tasks, own.knowledge, attention, anchors, task)
     report = Report(client, task, {}, len(shard), {}, drift, loss_sum / max(steps, 1))
     return own, report, Sent(b_c, keep, nbytes)
+
+
+def load_client(plan: Plan, shared: Params, own: ClientTasks, task: int
+                ) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The model set to the client's view for training `task` on the server's B: its task
+    states and knowledge base loaded; returns the anchors of its other tasks (theta_i*,
+    taken again at a task switch) and its attention on `task` as trainable tensors."""
+    model = plan.model
+    load_state_(model.shared, shared)
+    for i, tensors in own.tasks.items():
+        load_state_(model.tasks[i], tensors)
+    anchors = own.anchors
+    if own.last != task:                  # a task switch: theta_i* of every other task
+        anchors = {i: anchor(model, i) for i in own.tasks if i != task}
+    alpha = {n: a.clone().requires_grad_(True) for n, a in own.attention.get(task, {}).items()}
+    model.set_knowledge(task, own.knowledge.get(task), alpha or None)
+    for i in own.tasks:
+        if i != task:
+            model.set_knowledge(i, None, None)     # past kernels: B sigmoid(m) + A only
+    return anchors, alpha
 
 
 def adam(beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-7):
