@@ -43,7 +43,8 @@ from fcl.config import ConfigError
 from fcl.tune import stop_request
 from fcl.tune.progress import filtered_ray_logs
 
-NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28")
+NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28",
+            "database or disk is full")          # the last: SQLite's
 _RESERVES: list[str] = []             # the reserve files of the study running (per driver)
 RESERVES = (".fcl-reserve", ".fcl-reserve-repair")
 
