@@ -260,3 +260,22 @@ def test_an_export_killed_part_way_leaves_no_old_manifest_and_the_next_one_clean
     assert not list(folder.glob(".tmp-*"))
     assert verify(folder, read_manifest(folder)) == []
     assert read_manifest(folder).files["rounds"]["rows"] == 2
+
+
+def test_a_state_stopped_before_tunes_first_snapshot_starts_over_on_resume(tmp_path, capsys):
+    """A driver killed after Tune wrote tuner.pkl but before any experiment state: no trial is
+    on record, so --resume starts the study from the beginning, and says so (it refused, as if
+    the state were damaged); an experiment state cut short is still refused."""
+    state = tmp_path / ".tune" / "stragglers"
+    state.mkdir(parents=True)
+    (state / "tuner.pkl").write_bytes(b"a tuner")
+    plan = plan_study(STRAGGLERS, smoke(tmp_path, resume=True))
+    got = states.claim_state("stragglers", plan.opts, None, plan.manifest())
+    assert not got.can_restore and not state.exists()
+    assert capsys.readouterr().err.startswith("study stragglers was stopped before Tune "
+                                              "recorded any trial")
+    state.mkdir(parents=True)
+    (state / "tuner.pkl").write_bytes(b"a tuner")
+    (state / "experiment_state-2026-12-06_09-00-00.json").write_text("")   # cut short
+    with pytest.raises(ConfigError, match=r"does not read back whole"):
+        states.claim_state("stragglers", plan.opts, None, plan.manifest())

@@ -166,6 +166,20 @@ def newest_state_reads_back(folder: str) -> bool:
     return bool(names) and _reads_back(os.path.join(folder, max(names)))
 
 
+def never_recorded(folder: str) -> bool:
+    """Whether Tune's state in `folder` holds no experiment state at all (no
+    experiment_state-*.json, not even an empty one): the driver stopped before Tune's first
+    snapshot, so no trial is on record and starting over loses nothing. (A full disk leaves
+    the file, cut short: that is `ensure_resumable`'s.) An object store: False."""
+    if "://" in folder:
+        return False
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return not any(n.startswith("experiment_state-") for n in names)
+
+
 def ensure_resumable(name: str, path: str) -> None:
     """Before `--resume`: Tune's experiment state in `path` is restored from the driver's copy
     of a full-disk stop where there is one (`stash_folder`: kept only when restoring it at the

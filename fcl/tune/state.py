@@ -120,6 +120,11 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
                           f"state in {path}", "run it without --resume (or check --storage)")
     if manifest is not None and not (opts.resume and state.can_restore):
         check_results(os.path.join(opts.results, name), manifest)
+    if opts.resume and state.can_restore and disk_full.never_recorded(path):
+        print(f"study {name} was stopped before Tune recorded any trial ({path} holds no "
+              "experiment state yet): it starts from the beginning", file=sys.stderr)
+        remove_experiment(path)
+        return TuneState(storage, path, False, state.optuna_url, state.optuna_name)
     if opts.resume and state.can_restore:
         disk_full.ensure_resumable(name, path)
     return state
