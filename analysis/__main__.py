@@ -11,7 +11,8 @@ from fcl.cli_args import EXIT_USAGE
 # dashboard needs no matplotlib, the figures no plotly)
 COMMANDS = {"figures": "analysis.figures.catalog", "dashboard": "analysis.dashboard.page",
             "paired": "analysis.paired", "claims": "analysis.claims",
-            "flocora_table1": "analysis.flocora_table1", "provenance": "analysis.provenance"}
+            "flocora_table1": "analysis.flocora_table1", "provenance": "analysis.provenance",
+            "seeds-simulation": "analysis.seeds_simulation"}
 USAGE = f"usage: python -m analysis {{{','.join(COMMANDS)}}} [flags]   (COMMAND --help for each)"
 
 

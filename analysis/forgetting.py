@@ -25,7 +25,8 @@ COLUMNS = ("mean_drop", "drop_share", "forgetting")
 
 def forgetting_columns(trials: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
     """One row per trial of `trials` (by `trial_id`) with `COLUMNS`, NaN where its tasks are
-    not stored or it has a single phase. `tasks`: trial_id, round, task, accuracy, reports."""
+    not stored or it has a single phase. `tasks`: trial_id, round, task, accuracy, reports
+    (and `accuracy_held` where clients keep their own task models: FedWeIT)."""
     by_trial = dict(list(tasks.groupby("trial_id")))
     rows = []
     for trial_id, rounds, num_tasks in zip(trials["trial_id"], trials["rounds"],
@@ -44,6 +45,17 @@ def _measures(tasks: pd.DataFrame | None, rounds: int, num_tasks: int) -> dict[s
     A[acc["task"].to_numpy(int), acc["round"].to_numpy(int)] = acc["accuracy"].to_numpy(float)
     updated = tasks[tasks["reports"] > 0].groupby("task")["round"].min()
     first = [float(updated.get(t, math.inf)) for t in range(num_tasks)]
-    changes = measures.boundary_changes(A, q, first)
+    changes = measures.boundary_changes(A, q, first, _held(tasks, num_tasks, rounds))
     return {"mean_drop": measures.mean_drop(changes), "drop_share": measures.drop_share(changes),
             "forgetting": measures.forgetting(A, first, q)}
+
+
+def _held(tasks: pd.DataFrame, num_tasks: int, rounds: int) -> np.ndarray | None:
+    """The accuracy over the clients that held each task before the round, where stored (a
+    method whose clients keep their own task models); None for one global model."""
+    if "accuracy_held" not in tasks or not tasks["accuracy_held"].notna().any():
+        return None
+    H = np.full((num_tasks, rounds), math.nan)
+    h = tasks.dropna(subset=["accuracy_held"])
+    H[h["task"].to_numpy(int), h["round"].to_numpy(int)] = h["accuracy_held"].to_numpy(float)
+    return H

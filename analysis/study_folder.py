@@ -131,3 +131,13 @@ def checked_manifest(folder: Path) -> Manifest:
                           if problems[0].startswith("field ") else
                           f"{folder}: refused: {problems[0]}{more}")
     return manifest
+
+
+def nested_results(results: str | os.PathLike) -> list[Path]:
+    """Folders under `results` that are not studies but hold studies of their own (a results
+    folder inside another: `results-pretrained/tau_0.001`), which a reader of `results` skips."""
+    results = Path(results)
+    if not results.is_dir():
+        return []
+    return sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and not holds_study(p) and study_folders(p))

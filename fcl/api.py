@@ -2,13 +2,16 @@
 makes.
 
     import fcl
-    result = fcl.run("smoke", {"server.optimizer": "fedadam", "seed": 1})
+    result = fcl.run("smoke", {"server.optimizer": "fedadam", "seed": 1})   # a line per round
+    result = fcl.run("smoke", progress=False)   # quiet
     result.summary.acc, result.accuracy        # ACC (%); the (tasks x rounds) accuracy matrix
 """
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from fcl.config import RunConfig, check_read, with_overrides
 from fcl.engine import RunResult, RunState
@@ -30,10 +33,23 @@ def configure(preset: str | RunConfig = "smoke", overrides: dict[str, Any] | Non
 
 
 def run(preset: str | RunConfig = "smoke", overrides: dict[str, Any] | None = None,
-        on_round: Callable[[RoundRecord, RunState], None] | None = None) -> RunResult:
-    """One whole FCL run (`fcl run --preset P --set K=V ...` without printing): the config of
+        on_round: Callable[[RoundRecord, RunState], None] | None = None,
+        progress: bool | TextIO = True) -> RunResult:
+    """One whole FCL run (`fcl run --preset P --set K=V ...`): the config of
     `configure(preset, overrides)` through `fcl.engine.run`. `on_round(record, state)` is called
-    after every round. Returns the `RunResult`: `config`, `records` (one per round),
-    `accuracy` (tasks x rounds, percent, NaN where not evaluated) and `summary` (ACC, BWT_f,
-    bytes, wall time)."""
-    return engine_run(configure(preset, overrides), on_round)
+    after every round. `progress`: a line per round, as `fcl run` prints it, on stderr (True,
+    the default: a paper-size run takes minutes), on a stream of your own, or none (False).
+    Returns the `RunResult`: `config`, `records` (one per round), `accuracy` (tasks x rounds,
+    percent, NaN where not evaluated) and `summary` (ACC, BWT_f, bytes, wall time)."""
+    cfg = configure(preset, overrides)
+    if progress is False:
+        return engine_run(cfg, on_round)
+    from fcl.cli import progress_line
+    stream = sys.stderr if progress is True else progress
+    t0 = time.perf_counter()
+
+    def report(rec: RoundRecord, state: RunState) -> None:
+        print(progress_line(rec, cfg.rounds, time.perf_counter() - t0), file=stream, flush=True)
+        if on_round is not None:
+            on_round(rec, state)
+    return engine_run(cfg, report)

@@ -75,25 +75,13 @@ RUN_OUTPUT_BYTES = 1 << 20      # a run's three Parquet files and manifest: ~0.1
 
 
 def main_run(args) -> int:
-    from fcl.communication import params_report
     from fcl.engine import prepare_data, run
     from fcl.manifest import write_run_files
     from fcl.models.factory import build_model
-    from fcl.saved_model import holds_model, save_model
+    from fcl.saved_model import save_model
 
     cfg = config_from_args(args)
-    check_device(cfg)
-    if args.out is not None:
-        check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
-    if args.save_model is not None:
-        if cfg.model.adapter == "fedweit":     # B, but task states, KB and heads per client
-            raise ConfigError("--save-model", args.save_model, "model.adapter=fedweit keeps a "
-                              "model per client, not one to save", "a run of another adapter")
-        check_output("--save-model", args.save_model, "folder",
-                     4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
-        if holds_model(args.save_model):      # another run's model is not replaced unasked
-            raise ConfigError("--save-model", args.save_model, "already holds a saved model",
-                              "a new folder, or remove its model.pt and model.json first")
+    check_run_outputs(args, cfg)
     stream = sys.stderr if args.json else sys.stdout
     t0 = time.perf_counter()          # the data is loaded inside run(): its time counts too
 
@@ -122,15 +110,8 @@ def main_run(args) -> int:
                 print(f"wrote {path}", file=stream)
         except OSError as e:
             failed = write_failed("--save-model", args.save_model, e)
-    if args.json:
-        print(json.dumps({**s.row(), "preset": args.preset, "config": cfg.to_flat()}))
-    else:
-        print(f"ACC {s.acc:.2f}%  BWT_f {s.bwt_f:+.2f}  (literal Eq. 10: "
-              f"{s.bwt_f_literal:+.2f})  drift {s.drift_mean:.3g}  "
-              f"up {s.bytes_up / 1e6:.2f} MB  down {s.bytes_down / 1e6:.2f} MB  "
-              f"(TCC {s.tcc_bytes / 1e6:.2f} MB, {s.compression_ratio:.2f}x less than "
-              f"full-model FedAvg)  {s.rounds} rounds in {s.wall_s:.1f} s "
-              f"({s.samples_per_s:.0f} samples/s)")
+    print(json.dumps({**s.row(), "preset": args.preset, "config": cfg.to_flat()}) if args.json
+          else summary_line(s))
     if s.diverged:        # data, not an error: the run exits 0, its numbers marked
         print(f"warning: the run diverged at round {s.diverged_round} (training loss above "
               f"run.divergence_loss={cfg.run.divergence_loss:g} or not finite, or a server "
@@ -140,6 +121,36 @@ def main_run(args) -> int:
         print(failed, file=sys.stderr)
         return EXIT_WRITE_FAILED
     return 0
+
+
+def check_run_outputs(args, cfg) -> None:
+    """What `fcl run` will write, checked before it trains: the device, `--out` and
+    `--save-model` writable with room, and a saved model never replaced unasked."""
+    from fcl.communication import params_report
+    from fcl.saved_model import holds_model
+    check_device(cfg)
+    if args.out is not None:
+        check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
+    if args.save_model is None:
+        return
+    if cfg.model.adapter == "fedweit":     # B, but task states, KB and heads per client
+        raise ConfigError("--save-model", args.save_model, "model.adapter=fedweit keeps a "
+                          "model per client, not one to save", "a run of another adapter")
+    check_output("--save-model", args.save_model, "folder",
+                 4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
+    if holds_model(args.save_model):      # another run's model is not replaced unasked
+        raise ConfigError("--save-model", args.save_model, "already holds a saved model",
+                          "a new folder, or remove its model.pt and model.json first")
+
+
+def summary_line(s) -> str:
+    """The run's last line: ACC, BWT_f (both readings), drift, bytes and speed."""
+    return (f"ACC {s.acc:.2f}%  BWT_f {s.bwt_f:+.2f}  (literal Eq. 10: "
+            f"{s.bwt_f_literal:+.2f})  drift {s.drift_mean:.3g}  "
+            f"up {s.bytes_up / 1e6:.2f} MB  down {s.bytes_down / 1e6:.2f} MB  "
+            f"(TCC {s.tcc_bytes / 1e6:.2f} MB, {s.compression_ratio:.2f}x less than "
+            f"full-model FedAvg)  {s.rounds} rounds in {s.wall_s:.1f} s "
+            f"({s.samples_per_s:.0f} samples/s)")
 
 
 def _add_bench(p: argparse.ArgumentParser) -> None:
@@ -305,11 +316,31 @@ def asks_version(argv: list[str]) -> bool:
     return False
 
 
+def check_config_early(argv: list[str]) -> None:
+    """`--preset` and `--set` of a command that takes them, checked before the parser (whose
+    commands import torch, about 2 s) is built: a typo is refused at once. Everything else, and
+    every error this does not raise, is the full parser's."""
+    if not argv or argv[0] not in ("run", "params") or "-h" in argv or "--help" in argv:
+        return
+    early = argparse.ArgumentParser(add_help=False)
+    add_config_arguments(early)
+    try:
+        known, _ = early.parse_known_args(argv[1:])
+    except SystemExit:                  # argparse's own complaint: the full parser says it
+        return
+    config_from_args(known)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if asks_version(argv):          # no parser: building it imports torch (~2 s)
         print(f"fcl {__version__}")
         return 0
+    try:
+        check_config_early(argv)
+    except ConfigError as e:
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
     from fcl.data.datasets import DataError
     parser = build_parser(argv)
     args = parser.parse_args(argv)

@@ -41,26 +41,29 @@ def full_model_nbytes(backbone: nn.Module, num_classes: int) -> int:
     return FLOAT_BYTES * (values + (backbone.out_channels + 1) * num_classes)
 
 
-def client_model_nbytes(model: nn.Module, cfg: RunConfig) -> int:
+def client_model_nbytes(model: nn.Module, cfg: RunConfig, knowledge: bool = True) -> int:
     """float32 bytes of the model one client stores (Table 4's "model size"): the frozen
     backbone and every task's module (`full`: the T whole-model copies, plus the frozen original
-    its contract keeps); FedWeIT: `fedweit_model_nbytes`."""
+    its contract keeps); FedWeIT: `fedweit_model_nbytes`, with its knowledge bases or
+    (`knowledge=False`) without them."""
     if cfg.model.adapter == "fedweit":
-        return fedweit_model_nbytes(model, cfg.data.num_clients)
+        return fedweit_model_nbytes(model, cfg.data.num_clients, knowledge)
     tensors = [*model.backbone.parameters(), *model.tasks.parameters(),
                *(b for b in model.backbone.buffers() if b.is_floating_point()),
                *(b for b in model.tasks.buffers() if b.is_floating_point())]
     return FLOAT_BYTES * sum(t.numel() for t in tensors)
 
 
-def fedweit_model_nbytes(model: nn.Module, num_clients: int) -> int:
+def fedweit_model_nbytes(model: nn.Module, num_clients: int, knowledge: bool = True) -> int:
     """What one FedWeIT client stores, as the official code holds it: B, every task's masks,
-    adaptive kernels, norms and head, and for every task but the first a dense knowledge base
-    of one slot per client with its attention (the code's `from_kb` and `atten`)."""
+    adaptive kernels, norms and head, dense; with `knowledge`, also for every task but the
+    first a dense knowledge base of one slot per client (its own included) with its attention
+    (the code's `from_kb` and `atten`)."""
     shared = sum(b.numel() for b in model.shared.values())
     values = shared + sum(t.numel() for t in [*model.tasks.parameters(), *(
         b for b in model.tasks.buffers() if b.is_floating_point())])
-    values += (len(model.tasks) - 1) * num_clients * (shared + len(model.shared))
+    if knowledge:
+        values += (len(model.tasks) - 1) * num_clients * (shared + len(model.shared))
     return FLOAT_BYTES * values
 
 
@@ -117,6 +120,8 @@ def params_report(cfg: RunConfig) -> dict:
         "trainable_params": sum(by_part.values()), "trainable_by_part": dict(by_part),
         "buffer_values": sum(t.numel() for t in bufs.values()),
         "full_model_bytes": full, "client_model_bytes": client_model_nbytes(model, cfg),
+        # FedWeIT without its knowledge bases (the other methods hold none: the same)
+        "client_model_bytes_own": client_model_nbytes(model, cfg, knowledge=False),
         "layer_ranks": layer_ranks(task),     # FedPara's R per layer ([] for the others)
         "messages": messages, "bits": cfg.compression.bits, "prune": cfg.compression.prune,
         "rounds": cfg.rounds, "clients_per_round": sampled,
@@ -200,7 +205,9 @@ def format_report(rep: dict, cfg: RunConfig) -> str:
         f"{rep['backbone_params']:,}, its norms unused where tasks train their own, + "
         f"{len(rep['classes_per_task'])} task module(s))",
         f"stored      {rep['client_model_bytes']:,} B in float32 per client (its model with "
-        f"every task: Table 4's model size)",
+        f"every task: Table 4's model size)" + (
+            f"; {rep['client_model_bytes_own']:,} B without the knowledge bases" if fedweit
+            else ""),
         "",
         "bytes per message, each link (down: B; up: B's kept channels + their mask)" if fedweit
         else f"bytes per message, each link (down: the task's server state; up: the client's "

@@ -8,11 +8,12 @@ inside a loop.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import typing
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from fcl.data.domains import parse_domains
 from fcl.models.stages import stage_channels
@@ -192,6 +193,14 @@ class ModelConfig:
                                          "client.lr (official: Adam, lr 1e-3/3, a fresh one "
                                          "each round; sgd = the other methods' client.*)",
                                  choices=("adam", "sgd"))
+    fedweit_bwt_clients: str = opt("held", "fedweit only: whose accuracy a BWT_f term of task t "
+                                           "compares across a phase boundary (each client keeps "
+                                           "its own task model). held = the clients that held "
+                                           "t before the boundary, the same on both sides (the "
+                                           "FCL paper's drop from new clients updating the "
+                                           "model); all = every client holding t after it, "
+                                           "including those that just started t",
+                                   choices=("held", "all"))
     fedpara_gamma: float = opt(0.1, "fedpara only: gamma, each layer's rank R = ceil((1 - "
                                     "gamma) r_min + gamma r_max) between the smallest rank "
                                     "that can reach full rank and the largest with no more "
@@ -339,11 +348,10 @@ class CompressionConfig:
 class EvalConfig:
     every: int = opt(1, "evaluate all tasks every k rounds (phase boundaries and the last round "
                         "always)", **POSITIVE)
-    batch_size: int = opt(0, "evaluation batch size; auto (stored as 0, the default) = the "
-                             "measured best of the device the run computes on (`fcl.compute_"
-                             "mode.eval_batch_size`: 1024 on a GPU; on a CPU the largest power "
-                             "of two whose largest activation fits 8 MiB, e.g. 32 for "
-                             "ResNet-8, 2.3x batch 1024; docs/benchmarks.md)",
+    batch_size: int = opt(0, "evaluation batch size; auto (stored as 0, the default) = by the "
+                             "device the run computes on (`fcl.compute_mode.eval_batch_size`: "
+                             "1024 on a GPU; on a CPU the largest power of two whose largest "
+                             "activation fits 8 MiB, e.g. 32 for ResNet-8)",
                           check=lambda v: v >= 0,
                           allowed="auto or a positive integer", aliases={"auto": 0})
 
@@ -357,22 +365,18 @@ class RuntimeConfig:
     precision: str = opt("auto", "forward passes of local training and evaluation: fp32, "
                                  "bf16 autocast (weights, gradients, server state and messages "
                                  "stay float32), or auto = bf16 where the device has native "
-                                 "bfloat16 kernels (ResNet-8 1.7-2.3x fp32 on a CPU with "
-                                 "AVX512-BF16), else fp32; the presets of resnet_tiny at width "
-                                 "16 say fp32, measured faster there",
+                                 "bfloat16 kernels (a CPU with AVX512-BF16 or AMX, a CUDA GPU "
+                                 "that supports it), else fp32",
                          choices=("fp32", "bf16", "auto"))
     channels_last: str = opt("auto", "images and 4-D weights in channels_last (NHWC) memory "
                                       "format (same values, other convolution kernels): true, "
-                                      "false, or auto = NHWC on an AVX-512 CPU (measured "
-                                      "1.2-1.9x) and on a CUDA GPU (torch's advice, "
-                                      "unmeasured), NCHW on other CPUs (AVX2: 0.77-0.99x; "
-                                      "docs/benchmarks.md)", **BOOL_OR_AUTO)
+                                      "false, or auto = NHWC on an AVX-512 CPU and on a CUDA "
+                                      "GPU, NCHW on other CPUs", **BOOL_OR_AUTO)
     client_batching: str = opt("false", "clients of the same task in the same round train "
                                         "together in one vmapped step (torch.func), falling "
                                         "back to one by one where they cannot (fcl/federated/"
                                         "batched_clients.py): true, false, or auto = on a CUDA "
-                                        "GPU (unmeasured), off on a CPU (measured "
-                                        "0.37-1.00x of one by one; docs/benchmarks.md)",
+                                        "GPU, off on a CPU",
                                **BOOL_OR_AUTO)
     divergence_loss: float = opt(1e3, "the run is flagged diverged (summary: diverged, "
                                       "diverged_round) once a round's mean training loss "
@@ -475,6 +479,9 @@ def check_value(key: str, value: Any, meta: dict) -> None:
         raise ConfigError(key, value, "out of range", meta["allowed"])
 
 
+TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
 def parse_value(key: str, text: Any, typ: type) -> Any:
     """Turn a `--set` string (or a JSON/Tune value) into the field's type, or raise ConfigError."""
     if not isinstance(text, str):
@@ -482,7 +489,7 @@ def parse_value(key: str, text: Any, typ: type) -> Any:
             return float(text)
         if isinstance(text, typ) and not (typ is int and isinstance(text, bool)):
             return text
-        raise ConfigError(key, text, f"not a {typ.__name__}", f"a {typ.__name__}")
+        raise ConfigError(key, text, f"not {TYPE_WORDS[typ]}", TYPE_WORDS[typ])
     try:
         if typ is bool:
             low = text.strip().lower()
@@ -495,8 +502,8 @@ def parse_value(key: str, text: Any, typ: type) -> Any:
             return float(text)
         return text
     except ValueError:
-        raise ConfigError(key, text, f"not a {typ.__name__}",
-                          "true or false" if typ is bool else f"a {typ.__name__}") from None
+        raise ConfigError(key, text, f"not {TYPE_WORDS[typ]}",
+                          "true or false" if typ is bool else TYPE_WORDS[typ]) from None
 
 
 def parse_field(key: str, raw: Any, typ: type, meta: dict) -> Any:
@@ -519,6 +526,12 @@ def field_types(cfg: RunConfig | None = None) -> dict[str, type]:
     return {key: typ for key, _, _, typ in iter_fields(cfg or RunConfig())}
 
 
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`did you mean client.lr? ` for a key close to a known one (a typo), else ''."""
+    close = difflib.get_close_matches(key, list(known), n=2, cutoff=0.75)
+    return f"did you mean {' or '.join(close)}? " if close else ""
+
+
 def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     """A new config with `{'server.lr': '0.5', ...}` applied (strings parsed by field type).
 
@@ -529,7 +542,8 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     sections: dict[str, dict[str, Any]] = {}
     for key, raw in overrides.items():
         if key not in types_:
-            raise ConfigError(key, raw, "unknown key", "see `fcl run --help` for every key")
+            raise ConfigError(key, raw, "unknown key", did_you_mean(key, types_) +
+                              "see `fcl run --help` for every key")
         value = parse_field(key, raw, types_[key], metas[key])
         if "." in key:
             section, name = key.split(".", 1)
@@ -553,7 +567,8 @@ METHOD_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("model.adapter", "nettailor"): ("model.proxy_depth", "model.node_relu", "model.gate_init",
                                      "model.complexity_penalty"),
     ("model.adapter", "fedweit"): tuple(f"model.fedweit_{k}" for k in (
-        "lambda_l1", "lambda_l2", "weight_decay", "sparsity", "channels", "past", "optimizer")),
+        "lambda_l1", "lambda_l2", "weight_decay", "sparsity", "channels", "past", "optimizer",
+        "bwt_clients")),
     ("client.algorithm", "fedprox"): ("client.prox_mu",),
 }
 

@@ -117,6 +117,9 @@ class RunState:
     algorithm: Any = None            # the client algorithm's own state (SCAFFOLD's controls)
     method: Any = None               # a method with its own round: its state (FedWeIT's B,
     #                                  knowledge base and clients' private task states)
+    held_accuracy: torch.Tensor | None = None  # (T, R) per-client task models (FedWeIT): the
+    #                                  mean over the clients that held the task before the round
+    #                                  (`fcl.metrics`); None: one global model, `accuracy`
 
 
 @dataclass(frozen=True)
@@ -527,8 +530,11 @@ def round_record(plan: Plan, state: RunState, down: Downlink, up: Uplink,
     n, totals = len(up.reports), state.totals
     evaluated = r in plan.due
     accuracy = state.accuracy[:, r]
+    held = state.held_accuracy[:, r] if state.held_accuracy is not None else \
+        torch.full_like(accuracy, math.nan)
     tasks = tuple(TaskRecord(
         round=r, task=t, accuracy=float(accuracy[t]) if evaluated else math.nan,
+        accuracy_held=float(held[t]) if evaluated else math.nan,
         reports=changes[t].reports if t in changes else 0,
         cos_head=float(changes[t].cos_head) if t in changes else math.nan,
         cos_module=float(changes[t].cos_module) if t in changes else math.nan)
@@ -557,7 +563,8 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
     A, totals, cfg = state.accuracy, state.totals, plan.cfg
     Q = cfg.rounds_per_phase
     return RunSummary(
-        acc=acc(A), bwt_f=bwt_f(A, Q, list(state.first_update)), bwt_f_literal=bwt_f_literal(A, Q),
+        acc=acc(A), bwt_f=bwt_f(A, Q, list(state.first_update), state.held_accuracy),
+        bwt_f_literal=bwt_f_literal(A, Q),
         bytes_up=totals.bytes_up, bytes_down=totals.bytes_down, tcc_bytes=totals.tcc,
         full_fedavg_bytes=totals.full_bytes,
         compression_ratio=_ratio(totals.full_bytes, totals.tcc), rounds=cfg.rounds,

@@ -24,11 +24,15 @@ import numpy as np
 DROP_POINTS = 5.0           # a boundary term losing more than this (points) counts as a drop
 
 
-def boundary_changes(A: np.ndarray, q: int, first_update: list[float]) -> np.ndarray:
-    """BWT_f's terms that were evaluated on both sides, as a flat vector in A's units."""
+def boundary_changes(A: np.ndarray, q: int, first_update: list[float],
+                     held: np.ndarray | None = None) -> np.ndarray:
+    """BWT_f's terms that were evaluated on both sides, as a flat vector in A's units; with
+    `held` (per-client task models: the accuracy over the clients that held the task before
+    the round, `fcl.metrics`), held[t, pQ] - A[t, pQ-1]."""
     A = np.asarray(A, dtype=float)
     cols = np.arange(1, A.shape[1] // q) * q
-    terms = A[:, cols] - A[:, cols - 1]
+    after = A if held is None else np.asarray(held, dtype=float)
+    terms = after[:, cols] - A[:, cols - 1]
     seen = np.asarray(first_update, dtype=float)[:, None] < cols[None, :]
     return terms[seen & np.isfinite(terms)]
 

@@ -15,6 +15,13 @@ paper's 1/T^2 normalisation is kept.
     time at the boundary jumps up from chance, which is learning, not forgetting.
   - `bwt_f_literal` sums over all tasks, as Eq. 10 is printed.
 Both are returned in points when A is in percent.
+
+Where each client keeps its own task model (FedWeIT), A[t, r] is the mean over the clients that
+hold task t, and the set grows at a boundary by the clients that start t there, after one round
+on it: their low accuracy would read as a drop that no client suffered. Eq. 10's term is then
+taken over the clients that held t before the boundary, the same on both sides: `held`[t, pQ]
+is their mean accuracy after round pQ (`model.fedweit_bwt_clients=held`, the default; `all`
+keeps A[t, pQ], every holder). For a global model `held` is A itself.
 """
 from __future__ import annotations
 
@@ -35,21 +42,29 @@ def acc(A: torch.Tensor) -> float:
     return float(A[:, -1].mean())
 
 
-def _boundary_terms(A: torch.Tensor, q: int) -> torch.Tensor:
-    """(T, P) matrix of A[t, pQ] - A[t, pQ-1] for p = 1..T-1 (P = R/Q - 1)."""
+def _boundary_terms(A: torch.Tensor, q: int, held: torch.Tensor | None = None
+                    ) -> torch.Tensor:
+    """(T, P) matrix of A[t, pQ] - A[t, pQ-1] for p = 1..T-1 (P = R/Q - 1); with `held`,
+    held[t, pQ] - A[t, pQ-1]."""
     phases = A.shape[1] // q
     cols = torch.arange(1, phases) * q
-    return A[:, cols] - A[:, cols - 1]
+    after = A if held is None else held
+    return after[:, cols] - A[:, cols - 1]
 
 
-def bwt_f(A: torch.Tensor, q: int, first_update: list[float]) -> float:
+def bwt_f(A: torch.Tensor, q: int, first_update: list[float],
+          held: torch.Tensor | None = None) -> float:
     """Eq. 10 over tasks updated before each boundary (`first_update[t]`: first round in which
-    task t got a server update, inf if never)."""
+    task t got a server update, inf if never). `held` (T, R): per-client models' accuracy after
+    each round over the clients that held the task before it (see the module docstring); a
+    term where no client held the task is left out."""
     T = A.shape[0]
-    terms = _boundary_terms(A, q)
+    terms = _boundary_terms(A, q, held).double()
     boundaries = torch.arange(1, A.shape[1] // q) * q
     seen = torch.tensor(first_update, dtype=torch.float64)[:, None] < boundaries[None, :]
-    return float(torch.where(seen, terms.double(), 0.0).sum()) / T ** 2
+    if held is not None:
+        seen &= ~terms.isnan()
+    return float(torch.where(seen, terms, 0.0).sum()) / T ** 2
 
 
 def bwt_f_literal(A: torch.Tensor, q: int) -> float:

@@ -41,6 +41,8 @@ class TaskRecord(Record):
     round: int
     task: int
     accuracy: float        # test accuracy after the round, percent; NaN where not evaluated
+    accuracy_held: float   # per-client task models (FedWeIT): over the clients that held the
+    #                        task before the round (`fcl.metrics`); NaN for one global model
     reports: int           # client updates the task received this round
     cos_head: float        # cosine distance to the previous state: FC weights / whole module
     cos_module: float      # (NaN: no update this round)

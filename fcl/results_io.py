@@ -106,7 +106,8 @@ ADDED_KEYS = ("run.divergence_loss", "model.fedweit_lambda_l1", "model.fedweit_l
               "model.fedweit_weight_decay", "model.fedweit_sparsity", "model.fedweit_channels",
               "model.fedweit_past", "model.fedweit_optimizer", "compression.prune",
               "compression.prune_server", "model.fedpara_gamma", "model.fedpara_on_head",
-              "model.zerofl_sparsity", "model.zerofl_mask_ratio")
+              "model.zerofl_sparsity", "model.zerofl_mask_ratio",
+              "model.fedweit_bwt_clients")
 DEFAULTS = RunConfig().to_flat()
 
 

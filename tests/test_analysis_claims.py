@@ -86,3 +86,28 @@ def test_the_table_judges_every_claim_on_each_folder(tmp_path, capsys):
     counted = sum(int(part.rsplit(" ", 1)[1]) for part in totals[-2].split(" · "))
     assert counted == claims.ROWS
     assert claims.main(["--results", str(tmp_path / "none")]) == 2
+
+
+def test_the_table_goes_to_markdown_or_csv_and_briefly_to_a_terminal(tmp_path, capsys):
+    folder = str(REPO / "results")
+    assert claims.main(["--results", folder]) == 0
+    printed = capsys.readouterr().out
+    md, csv = tmp_path / "claims.md", tmp_path / "claims.csv"
+    assert claims.main(["--results", folder, "--out", str(md)]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {md} ({claims.ROWS} claims x 1 folders)")
+    assert md.read_text() == printed                       # the same table as printed
+    assert claims.main(["--results", folder, "--out", str(csv)]) == 0
+    capsys.readouterr()
+    rows = pd.read_csv(csv)
+    assert len(rows) == claims.ROWS and set(rows["folder"]) == {folder}
+    verdicts = {claims.HOLDS, claims.FAILS, claims.OPEN, claims.NOT_TESTABLE, claims.UNTESTED}
+    assert set(rows["verdict"]) <= verdicts
+    for cell, verdict in zip(rows["cell"], rows["verdict"]):
+        assert f"**{verdict}**" in cell
+    assert claims.main(["--results", folder, "--brief"]) == 0
+    brief = capsys.readouterr().out.splitlines()
+    assert len(brief) == 1 + claims.ROWS and max(map(len, brief)) < 120
+    assert claims.main(["--results", folder, "--out", str(tmp_path / "claims.txt")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --out={tmp_path / 'claims.txt'}: "
+                                              "unknown format; allowed: a .md or .csv file")
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -268,6 +268,19 @@ def test_no_results_is_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_a_results_folder_inside_another_is_named_not_skipped_in_silence(study_results, tmp_path,
+                                                                         capsys):
+    """--results R where R/tau_0.001 holds studies of its own: read R's studies, and say that
+    R/tau_0.001 was not read and how to add it."""
+    outer = tmp_path / "outer"
+    shutil.copytree(Path(study_results) / "stragglers", outer / "stragglers")
+    shutil.copytree(Path(study_results) / "stragglers", outer / "tau_0.001" / "stragglers")
+    assert main(["--results", str(outer), "--out", str(tmp_path / "d.html")]) == 0
+    err = capsys.readouterr().err
+    assert f"note: --results={outer} also holds the results folder(s) {outer / 'tau_0.001'}, " \
+           f"not read: add them to --results" in err
+
+
 def titles(view) -> list[str]:
     return [c["layout"]["title"]["text"] for c in view.charts]
 

@@ -50,6 +50,13 @@ def test_a_run_set_holds_every_trial_its_differing_keys_and_curves(study_results
     assert rounds and len(rounds) == len(acc) and len(row["drift"][0]) == 4
     search = run_set(load_study(study_results, "search"), "results")
     assert {r["status"] for r in search["rows"]} == {"finished", "stopped early"}
+    # rounds are counted as a run's progress line counts them: a finished R-round trial
+    # completed R (its last round's index, `round_reached` in the Parquet, is R - 1)
+    done = search["metrics"].index("rounds_done")
+    assert search["metric_labels"][done] == "rounds completed"
+    finished = {r["m"][done] for r in search["rows"] if r["status"] == "finished"}
+    assert finished == {search["fixed"]["rounds"]}
+    assert {r["m"][done] for r in search["rows"] if r["status"] == "stopped early"} == {2}
 
 
 @pytest.fixture(scope="module")

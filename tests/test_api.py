@@ -47,6 +47,23 @@ def test_run_by_preset_equals_run_of_its_config():
     assert a.summary.acc == b.summary.acc and 0 <= a.summary.acc <= 100
 
 
+def test_run_prints_a_line_per_round_by_default_and_none_when_asked(capsys):
+    """From Python as from `fcl run`: one progress line per round on stderr, so a long run is
+    not silent; `progress=False` is quiet, a stream of one's own gets the lines, and an
+    `on_round` of one's own is still called."""
+    import io
+    seen = []
+    fcl.run("smoke", TINY, on_round=lambda rec, _: seen.append(rec.round))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 5 and lines[0].startswith("round    1/5 ") and "ETA" in lines[-1]
+    assert seen == [0, 1, 2, 3, 4]
+    fcl.run("smoke", TINY, progress=False)
+    assert capsys.readouterr().err == ""
+    mine = io.StringIO()
+    fcl.run("smoke", TINY, progress=mine)
+    assert mine.getvalue().count("\n") == 5 and capsys.readouterr().err == ""
+
+
 def test_run_refuses_an_unknown_key():
     from fcl.config import ConfigError
     with pytest.raises(ConfigError, match="no.such"):

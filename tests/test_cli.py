@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from fcl.config import ConfigError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from fcl.manifest import read_manifest, verify
 from tmpfs import tmpfs
 
@@ -157,3 +159,36 @@ def test_a_key_set_twice_is_refused(capsys):
     code, out, err = in_process(capsys, "params", "--set", "rounds=5", "--set", "rounds=10")
     assert (code, out) == (2, "") and err == ("error: rounds=10: given twice (also rounds=5); "
                                               "allowed: each key once\n")
+
+
+FAST_REFUSAL = """
+import sys, time
+t0 = time.perf_counter()
+from fcl.cli import main
+rc = main(sys.argv[1:])
+print(rc, "torch" in sys.modules, "ray" in sys.modules, round(time.perf_counter() - t0, 3))
+"""
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "--preset", "smoke", "--set", "client.lrr=0.1"],
+     "error: client.lrr=0.1: unknown key; allowed: did you mean client.lr? see `fcl run --help` "
+     "for every key"),
+    (["params", "--set", "model.lora_rnk=4"], "did you mean model.lora_rank or "),
+    (["run", "--set", "rounds=abc"], "error: rounds=abc: "),
+    (["run", "--set", "model.fedweit_past=trained"], "read only by model.adapter=fedweit"),
+])
+def test_a_bad_key_or_value_is_refused_before_torch_is_imported(argv, says):
+    """A typo in --set is one line with the close keys, exit 2, from the config alone: neither
+    torch nor Ray is imported first (they took 2-15 s to load before a bad key was seen)."""
+    done = subprocess.run([sys.executable, "-c", FAST_REFUSAL, *argv], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    rc, torch_loaded, ray_loaded, _ = done.stdout.split()
+    assert (rc, torch_loaded, ray_loaded) == ("2", "False", "False")
+    assert done.stderr.count("\n") == 1 and says in done.stderr
+
+
+def test_a_key_far_from_every_known_one_gets_no_guess():
+    from fcl.config import did_you_mean, field_types
+    assert did_you_mean("zzzz.qqqq", field_types()) == ""
+    assert did_you_mean("server.optimiser", field_types()) == "did you mean server.optimizer? "

@@ -19,9 +19,9 @@ def test_overrides_parse_by_field_type():
     ("client.lr", "-0.1", "client.lr=-0.1: out of range"),
     ("server.optimizer", "adam", "allowed: fedsgd, fedadam, fedadagrad, fedyogi"),
     ("nope.key", "1", "unknown key"),
-    ("client.local_epochs", "two", "not a int"),
+    ("client.local_epochs", "two", "not an integer"),
     ("server.lr", "nan", "not a finite number"),
-    ("eval.batch_size", "big", "eval.batch_size=big: not a int; allowed: auto or a positive "
+    ("eval.batch_size", "big", "eval.batch_size=big: not an integer; allowed: auto or a positive "
                                "integer"),
     ("eval.batch_size", "-1", "eval.batch_size=-1: out of range; allowed: auto or a positive "
                               "integer"),

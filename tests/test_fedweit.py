@@ -262,6 +262,8 @@ def test_planned_bytes_and_the_model_a_client_stores_by_hand():
     assert [(m["bytes_down"], m["bytes_up"]) for m in rep["messages"]] == [(4856, 2886)]
     assert rep["trainable_params"] == 1391
     assert rep["client_model_bytes"] == 4 * 6444
+    # without the knowledge base: B and both tasks' modules, 1214 + 2 x 1391 = 3996 values
+    assert rep["client_model_bytes_own"] == 4 * 3996
     # the paper's top 70%: O = 2 keeps 2, O = 4 keeps 3, O = 8 keeps 6: 4 (2 * 47 + 3 * 56 +
     # 6 * 112) + 10 = 3746 B up
     top = params_report(preset("smoke", {**FAST, "model.width": 2,
@@ -338,6 +340,10 @@ def test_the_fcl_methods_study_runs_fedweit_through_tune_as_a_direct_run(local_r
     assert weit["c2s_mb_per_round"] == pytest.approx(
         row["bytes_up"] / row["rounds"] / row["data.num_clients"] / 1e6)   # all sampled
     assert weit["model_mb"] == params_report(cfg)["client_model_bytes"] / 1e6
+    assert weit["model_mb_own"] == params_report(cfg)["client_model_bytes_own"] / 1e6
+    assert weit["model_mb_own"] < weit["model_mb"]
+    nettailor = table[table.index == "nettailor"]
+    assert (nettailor["model_mb_own"] == nettailor["model_mb"]).all()
     md = (out / "table4.md").read_text()
     assert md.count("(quoted)") == 2 and "| 55.16 |" in md and "18.5 + 53.5" in md
     # the same-seed claim: ACC and bytes of NetTailor + FedAdam against FedWeIT, judged

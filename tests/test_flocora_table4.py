@@ -191,6 +191,23 @@ def test_a_folder_without_the_study_reads_not_tested(tmp_path):
                                                  claims.UNTESTED)
 
 
+def test_upload_only_reduction_where_the_download_stays_dense(tmp_path):
+    """ZeroFL's download is the dense model: over both links it saves little, over the upload
+    alone its sparse message counts (FedAvg's upload 50 MB a client, ZeroFL's 5)."""
+    trials = trials_frame()
+    zerofl = trials["model.zerofl_sparsity"].gt(0)
+    fedavg = trials.loc[(trials["model.adapter"] == "full") & ~zerofl
+                        & trials["compression.prune"].eq(0), "bytes_down"].iloc[0]
+    trials.loc[zerofl, "bytes_up"] = int(fedavg / 10)
+    trials.loc[zerofl, "bytes_down"] = fedavg
+    produced, _ = make_figure("flocora_table4", write_study(tmp_path / "r", trials), tmp_path)
+    stats = produced.data.set_index("method")
+    row = stats.loc["ZeroFL s=0.9, mask 0.1"]
+    assert row["up_reduction"] == pytest.approx(10.0)
+    assert row["reduction"] == pytest.approx(100 / 55)
+    assert stats.loc["FedAvg (full model)", "up_reduction"] == pytest.approx(1.0)
+
+
 def test_values_only_bytes_where_the_trials_store_them(tmp_path):
     trials = trials_frame()
     sparse = trials["compression.prune"].gt(0) | trials["model.zerofl_sparsity"].gt(0)
@@ -203,4 +220,5 @@ def test_values_only_bytes_where_the_trials_store_them(tmp_path):
     assert stats.loc["magnitude pruning 0.9", "values_reduction"] == pytest.approx(200.0)
     assert math.isnan(stats.loc["LoRA r=32, 8-bit", "values_mb_per_client"])
     md = (tmp_path / "flocora_table4.md").read_text()
-    assert "| 1.500 | 66.7x | 0.500 | 200.0x |" in md and "| 5.000 | 20.0x | - | - |" in md
+    assert "| 1.500 | 66.7x | 0.750 | 66.7x | 0.500 | 200.0x |" in md
+    assert "| 5.000 | 20.0x | 2.500 | 20.0x | - | - |" in md

@@ -175,6 +175,27 @@ def test_a_shared_storage_is_held_too(tmp_path):
         proc.wait()
 
 
+def test_another_results_folders_default_storage_is_held_by_that_folders_driver(held, tmp_path):
+    """Driver A runs with --results A (its Tune state in A/.tune, its lock A's); driver B with
+    --results B --storage A/.tune --fresh would delete A's live state: refused, nothing touched."""
+    state = tmp_path / ".tune" / "stragglers"
+    state.mkdir(parents=True)
+    (state / "sentinel").write_text("driver A's state")
+    opts = smoke(tmp_path / "b", storage=str(tmp_path / ".tune"), fresh=True)
+    with pytest.raises(ConfigError, match=rf"^--storage={tmp_path}: study stragglers is held "
+                                          rf"by another driver: host .*, pid {held.pid}"):
+        run_study(STRAGGLERS, opts)
+    assert (state / "sentinel").exists()
+    assert not (tmp_path / ".tune" / ".stragglers.lock").exists()   # its own lock released
+
+
+def test_a_drivers_own_default_storage_named_explicitly_is_held_once(tmp_path):
+    with states.hold(str(tmp_path), "stragglers"):
+        with states.hold_storage(smoke(tmp_path, storage=str(tmp_path / ".tune")),
+                                 "stragglers"):
+            pass
+
+
 def test_a_storage_that_is_the_results_folder_is_held_once(tmp_path):
     """--storage naming the results folder (or a link to it): one lock file, which the driver
     holds once; a second flock of its own would find it held and refuse the driver itself."""
@@ -239,3 +260,22 @@ def test_an_export_killed_part_way_leaves_no_old_manifest_and_the_next_one_clean
     assert not list(folder.glob(".tmp-*"))
     assert verify(folder, read_manifest(folder)) == []
     assert read_manifest(folder).files["rounds"]["rows"] == 2
+
+
+def test_a_state_stopped_before_tunes_first_snapshot_starts_over_on_resume(tmp_path, capsys):
+    """A driver killed after Tune wrote tuner.pkl but before any experiment state: no trial is
+    on record, so --resume starts the study from the beginning, and says so (it refused, as if
+    the state were damaged); an experiment state cut short is still refused."""
+    state = tmp_path / ".tune" / "stragglers"
+    state.mkdir(parents=True)
+    (state / "tuner.pkl").write_bytes(b"a tuner")
+    plan = plan_study(STRAGGLERS, smoke(tmp_path, resume=True))
+    got = states.claim_state("stragglers", plan.opts, None, plan.manifest())
+    assert not got.can_restore and not state.exists()
+    assert capsys.readouterr().err.startswith("study stragglers was stopped before Tune "
+                                              "recorded any trial")
+    state.mkdir(parents=True)
+    (state / "tuner.pkl").write_bytes(b"a tuner")
+    (state / "experiment_state-2026-12-06_09-00-00.json").write_text("")   # cut short
+    with pytest.raises(ConfigError, match=r"does not read back whole"):
+        states.claim_state("stragglers", plan.opts, None, plan.manifest())

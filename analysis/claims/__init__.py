@@ -36,6 +36,7 @@ verdict. The last row counts the verdicts per folder.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -80,34 +81,87 @@ def _counts(counter: Counter) -> str:
     return " · ".join(f"{v} {counter[v]}" for v in VERDICTS)
 
 
-def table(folders: list[Path]) -> str:
+def judged_rows(folders: list[Path]) -> list[dict]:
+    """One row per claim and folder (the untested claims last): claim, study, paper, folder,
+    cell (each comparison, then the verdict) and verdict. The table, the CSV and the brief
+    listing are all made from these."""
+    cache: dict = {}
+    rows = []
+    for claim in CLAIMS:
+        for folder in folders:
+            cell, verdict_ = judge(claim, folder, cache)
+            rows.append({"claim": claim.name, "study": claim.study, "runs_on": claim.runs_on,
+                         "paper": claim.says, "folder": str(folder), "cell": cell,
+                         "verdict": verdict_})
+    for claim in UNTESTED_CLAIMS:     # `would`: the study that would test it, as prose
+        for folder in folders:
+            rows.append({"claim": claim.name, "study": "", "runs_on": claim.would,
+                         "paper": claim.says, "folder": str(folder),
+                         "cell": f"**{UNTESTED}**", "verdict": UNTESTED})
+    return rows
+
+
+def table(folders: list[Path], rows: list[dict] | None = None) -> str:
     """The Markdown table: one row per claim (the untested ones last), one column per folder,
     and a last row counting the verdicts per folder."""
-    cache: dict = {}
-    counts = [Counter() for _ in folders]
+    rows = judged_rows(folders) if rows is None else rows
     head = "| claim | study | paper | " + " | ".join(f"`{f}`" for f in folders) + " |"
     lines = [head, "|" + "---|" * (3 + len(folders))]
-    for claim in CLAIMS:
-        judged = [judge(claim, f, cache) for f in folders]
-        for count, (_, v) in zip(counts, judged):
-            count[v] += 1
-        study = f"`{claim.study}`" + (f" {claim.runs_on}" if claim.runs_on else "")
-        lines.append(f"| {claim.name} | {study} | {claim.says} | "
-                     + " | ".join(cell for cell, _ in judged) + " |")
-    for claim in UNTESTED_CLAIMS:
-        for count in counts:
-            count[UNTESTED] += 1
-        lines.append(f"| {claim.name} | {claim.would} | {claim.says} | "
-                     + " | ".join(f"**{UNTESTED}**" for _ in folders) + " |")
+    for i in range(0, len(rows), len(folders)):
+        group = rows[i:i + len(folders)]
+        first = group[0]
+        study = " ".join(w for w in (f"`{first['study']}`" if first["study"] else "",
+                                     first["runs_on"]) if w)
+        lines.append(f"| {first['claim']} | {study} | {first['paper']} | "
+                     + " | ".join(r["cell"] for r in group) + " |")
+    counts = [Counter(r["verdict"] for r in rows if r["folder"] == str(f)) for f in folders]
     lines.append("| **verdicts** | | | " + " | ".join(_counts(c) for c in counts) + " |")
     return "\n".join(lines)
+
+
+def brief(folders: list[Path], rows: list[dict]) -> str:
+    """For a terminal: per claim one line, its verdict in each folder (`--brief`)."""
+    width = max(len(r["claim"]) for r in rows)
+    lines = [" " * width + "  " + " | ".join(str(f) for f in folders)]
+    for i in range(0, len(rows), len(folders)):
+        group = rows[i:i + len(folders)]
+        lines.append(f"{group[0]['claim']:<{width}}  " + " | ".join(r["verdict"]
+                                                                  for r in group))
+    return "\n".join(lines)
+
+
+def write_out(path: Path, folders: list[Path], rows: list[dict]) -> None:
+    """`--out`: Markdown (.md, the table) or CSV (.csv, one row per claim and folder), written
+    to a temporary file and renamed, so a failed write leaves nothing half-written."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        if path.suffix == ".csv":
+            import pandas as pd
+            pd.DataFrame(rows).to_csv(tmp, index=False)
+        else:
+            tmp.write_text(table(folders, rows) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m analysis claims") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--results", type=Path, nargs="+", default=[Path("results")],
                    help="results folders, one column each (default: results/)")
+    p.add_argument("--out", type=Path, help="write the table to FILE instead: .md (Markdown) or "
+                                            ".csv (one row per claim and folder)")
+    p.add_argument("--brief", action="store_true",
+                   help="print one line per claim with its verdict per folder (for a terminal)")
     args = p.parse_args(argv)
+    if args.out is not None and args.out.suffix not in (".md", ".csv"):
+        print(f"error: --out={args.out}: unknown format; allowed: a .md or .csv file",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.out is not None and not args.out.parent.is_dir():
+        print(f"error: --out={args.out}: its folder does not exist; allowed: a file in an "
+              f"existing folder", file=sys.stderr)
+        return EXIT_USAGE
     long = first_path_problem(args.results, "--results")      # is_dir() raises on it
     if long:
         print(f"error: {long}", file=sys.stderr)
@@ -122,8 +176,21 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis claims")
         print(f"error: {empty}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        print(table(args.results))
+        rows = judged_rows(args.results)
     except SchemaError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if args.out is not None:
+        try:
+            write_out(args.out, args.results, rows)
+        except OSError as e:
+            print(f"error: --out={args.out}: not written ({e.strerror or type(e).__name__})",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        print(f"wrote {args.out} ({len(rows) // len(args.results)} claims x "
+              f"{len(args.results)} folders)")
+    if args.brief:
+        print(brief(args.results, rows))
+    elif args.out is None:
+        print(table(args.results, rows))
     return 0

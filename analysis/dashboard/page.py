@@ -50,7 +50,7 @@ from analysis.dashboard.runs import run_set
 from analysis.dashboard.views import View, opens_first, study_views
 from analysis.labels import KEY_SYMBOLS
 from analysis.output_paths import first_path_problem, unwritable_file
-from analysis.study_folder import study_folders
+from analysis.study_folder import nested_results, study_folders
 from analysis.study_tables import MissingStudy, SchemaError, load_study
 from fcl.atomic_file import write_text_atomic
 from fcl.cli_args import EXIT_USAGE
@@ -173,6 +173,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis dashboar
         if not names:
             print(f"error: --results={folder}: no <study>/trials.parquet found", file=sys.stderr)
             return EXIT_USAGE
+        nested = nested_results(folder)
+        if nested:                         # read only when named: say so, not skip in silence
+            print(f"note: --results={folder} also holds the results folder(s) "
+                  f"{', '.join(str(n) for n in nested)}, not read: add them to --results",
+                  file=sys.stderr)
         for name in names:                 # every folder checked before any view is drawn
             try:
                 loaded.append((label, load_study(folder, name)))

@@ -27,7 +27,7 @@ METRICS = {"acc": ("ACC (%)", 4), "bwt_f": ("BWT_f (points)", 4),
            "drop_share": ("boundary terms dropping > 5 points (%)", 4),
            "forgetting": ("best - final forgetting (points)", 4),
            "drift_mean": ("mean drift", 4), "mb": ("MB sent", 4), "wall_s": ("wall (s)", 3),
-           "round_reached": ("round reached", 0)}
+           "rounds_done": ("rounds completed", 0)}
 PLUMBING = ("data.root", "run.device", "run.threads")
 STATUS_WORDS = {TERMINATED: "finished", EARLY_STOPPED: "stopped early", ERROR: "failed"}
 
@@ -108,6 +108,8 @@ def run_set(study: Study, folder_label: str) -> dict:
         raw = raw.merge(study.trials[["trial_id", *measured]], on="trial_id", how="left")
     raw = raw.assign(mb=(pd.to_numeric(raw["bytes_up"], errors="coerce")
                          + pd.to_numeric(raw["bytes_down"], errors="coerce")) / 1e6)
+    if "round_reached" in raw:   # a count, as a run's progress line counts: 25 of 25, not 24
+        raw = raw.assign(rounds_done=pd.to_numeric(raw["round_reached"], errors="coerce") + 1)
     metrics = [m for m in METRICS if m in raw and pd.to_numeric(raw[m], errors="coerce")
                .notna().any()]
     found = curves(study.folder)

@@ -56,8 +56,8 @@ def history_chart(t: pd.DataFrame) -> go.Figure:
         marks = [f"{n} diverged" if n else "" for n in g["diverged"].astype(int)]
         fig.add_scatter(x=g[NUMBER], y=g["value"], mode="markers+text", name=label,
                         marker=MARKERS.get(status, {}), text=marks, textposition="top center",
-                        customdata=list(zip(g["round_reached"], marks)),
-                        hovertemplate="trial %{x}: %{y:.2f} (round %{customdata[0]}) "
+                        customdata=list(zip(g["round_reached"] + 1, marks)),
+                        hovertemplate="trial %{x}: %{y:.2f} (after %{customdata[0]} rounds) "
                                       "%{customdata[1]}")
     done = t[t["status"] == TERMINATED].sort_values(NUMBER)
     fig.add_scatter(x=done[NUMBER], y=done["value"].cummax(), mode="lines",

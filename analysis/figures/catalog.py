@@ -46,6 +46,8 @@ class Figure:
     make: Callable[..., Produced]
     what: str
     refs: tuple[str, ...] = ()        # also drawn from where stored (FLoCoRA's FedAvg baseline)
+    beside: bool = False              # the same study from the later --results folders too
+    #                                   (Table 4's random-backbone rows beside the pretrained)
 
 
 FIGURES: dict[str, Figure] = {
@@ -64,7 +66,7 @@ FIGURES: dict[str, Figure] = {
     "fig5e": Figure(("stragglers",), fcl_paper.fig5e, "FCL Fig. 5e: stragglers"),
     "table3": Figure(("optimizers",), fcl_paper_tables.table3, "FCL Table 3: optimizer x eta"),
     "table4": Figure(("fcl_methods", "optimizers"), fcl_paper_tables.table4,
-                     "FCL Table 4: size and communication"),
+                     "FCL Table 4: size and communication", beside=True),
     "flocora_fig2": Figure(("flocora_rank_alpha",), flocora.fig2_flocora,
                            "FLoCoRA Fig. 2: accuracy vs rank, alpha = 2r / 16r vs FedAvg"),
     "flocora_fig3": Figure(("flocora_quantization",), flocora.fig3_flocora,
@@ -101,7 +103,24 @@ def load_studies(results: Path | list[Path], names: list[str]
                 missing.append(str(why))
         else:
             loaded[study_name] = MissingStudy("; ".join(missing))
+    for study_name in dict.fromkeys(s for n in names if FIGURES[n].beside
+                                    for s in FIGURES[n].studies):
+        first = loaded[study_name]
+        for folder in folders:
+            if isinstance(first, Study) and folder != first.folder.parent and \
+                    holds_study(folder / study_name):
+                loaded[beside_key(study_name, folder)] = load_study(folder, study_name)
     return loaded
+
+
+def beside_key(study_name: str, folder: Path) -> str:
+    return f"{study_name}@{folder}"
+
+
+def beside_of(study: Study, loaded: dict[str, Study | MissingStudy]) -> list[Study]:
+    """The copies of `study` stored in the other --results folders (loaded beside it)."""
+    prefix = f"{study.name}@"
+    return [s for k, s in loaded.items() if k.startswith(prefix) and isinstance(s, Study)]
 
 
 def make_figure(name: str, results: Path | list[Path], out: Path,
@@ -117,7 +136,9 @@ def make_figure(name: str, results: Path | list[Path], out: Path,
             notices.append(str(study))
             continue
         refs = {r: loaded[r] for r in figure.refs if isinstance(loaded[r], Study)}
-        produced = figure.make(study, out, refs=refs) if figure.refs else figure.make(study, out)
+        produced = figure.make(study, out, refs=refs) if figure.refs else \
+            figure.make(study, out, beside=beside_of(study, loaded)) if figure.beside else \
+            figure.make(study, out)
         if not any(p.suffix == ".csv" for p in produced.paths):   # the numbers behind a plot
             produced = replace(produced, paths=[*produced.paths,
                                                 save_data_csv(produced.data, out, name)])

@@ -95,12 +95,13 @@ PAPER_TABLE4 = (("NetTailor + FedAdam, the FCL paper (quoted)", 80.04, -0.84, 90
 METHOD_KEYS = ("model.adapter", "server.optimizer", "server.lr")
 
 
-def table4(study: Study, out: Path) -> Produced:
+def table4(study: Study, out: Path, beside: list[Study] = ()) -> Produced:
     """Accuracy, BWT_f, task-module size and communication per round; from a study of several
-    continual methods (`studies/fcl_methods.py`), one row per method (`table4_methods`)."""
+    continual methods (`studies/fcl_methods.py`), one row per method (`table4_methods`), with
+    the same study stored `beside` (another backbone) under it."""
     trials = study.trials
     if "model.adapter" in trials.columns and trials["model.adapter"].nunique() > 1:
-        return table4_methods(study, out)
+        return table4_methods(study, out, beside)
     require(trials, ("bytes_up", "bytes_down", "rounds", "trainable_params_per_task",
                      "data.num_tasks", "data.num_clients"), "table4: trials.parquet")
     if {"server.optimizer", "server.lr"} <= set(trials.columns):
@@ -130,43 +131,71 @@ def table4(study: Study, out: Path) -> Produced:
     return Produced(save_table(stats, md, out, "table4", study.provenance), stats)
 
 
-def table4_methods(study: Study, out: Path) -> Produced:
-    """Table 4 over methods: per (adapter, server optimizer, eta) ACC, BWT_f, the model one client
-    stores (float32: backbone or FedWeIT's B, every task's module, FedWeIT's knowledge bases;
-    a function of the config, `fcl.communication.client_model_nbytes`) and C2S + S2C per round
-    and sampled client, exactly as encoded; the paper's two rows quoted under them."""
-    from fcl.communication import params_report
-    from fcl.config import field_types, from_flat
+def table4_methods(study: Study, out: Path, beside: list[Study] = ()) -> Produced:
+    """Table 4 over methods: per (preset, adapter, server optimizer, eta) ACC, BWT_f, the model
+    one client stores and C2S + S2C per round and sampled client, exactly as encoded; the
+    paper's two rows quoted under them. `beside`: the same study from other folders (the
+    random backbone beside the pretrained one), its rows under the first study's.
+
+    Model size, float32 and a function of the config (`fcl.communication.params_report`):
+    "own" is what a client trains and keeps for itself (the backbone, or FedWeIT's B, and every
+    task's module: FedWeIT's masks, adaptive kernels, norms and head, counted dense); "with
+    KB" adds FedWeIT's knowledge bases, one slot per client for every task but the first, as
+    the official code holds them (the other methods keep none: the same number)."""
     from fcl.federated.participation import num_sampled
-    trials = study.trials
-    require(trials, ("bytes_up", "bytes_down", "rounds", "data.num_clients",
-                     "participation.fraction", *METHOD_KEYS), "table4: trials.parquet")
+    parts = []
+    for s in (study, *beside):
+        trials = s.trials
+        require(trials, ("bytes_up", "bytes_down", "rounds", "data.num_clients",
+                         "participation.fraction", *METHOD_KEYS), "table4: trials.parquet")
+        parts.append(trials.assign(preset=s.manifest.preset or "?"))
+    trials = pd.concat(parts, ignore_index=True)
     clients = [num_sampled(f, n) for f, n in zip(trials["participation.fraction"],
                                                  trials["data.num_clients"])]
     per = trials["rounds"] * pd.Series(clients, index=trials.index)
     t = trials.assign(c2s_mb_per_round=trials["bytes_up"] / per / 1e6,
                       s2c_mb_per_round=trials["bytes_down"] / per / 1e6)
-    keys = ["dataset", *METHOD_KEYS]
+    keys = ["preset", "dataset", *METHOD_KEYS]
     stats = _metric_stats(t, keys)
-    comm = t.groupby(keys, dropna=False)[["c2s_mb_per_round", "s2c_mb_per_round"]].mean()
+    comm = t.groupby(keys, dropna=False, sort=False)[["c2s_mb_per_round",
+                                                      "s2c_mb_per_round"]].mean()
     stats = stats.merge(comm.reset_index(), on=keys)
-    config_keys = field_types()
-    size = {tuple(row[k] for k in keys): params_report(from_flat(
-        {k: v for k, v in row.items() if k in config_keys and not pd.isna(v)}))[
-        "client_model_bytes"] / 1e6
-        for row in t.groupby(keys, dropna=False).head(1).to_dict("records")}
-    stats["model_mb"] = [size[tuple(r[k] for k in keys)] for r in stats.to_dict("records")]
-    header = ["method", "data set", "ACC (%)", "BWT_f", "model size (MB)",
-              "C2S + S2C per round and client (MB)"]
+    order = {p: i for i, p in enumerate(dict.fromkeys(t["preset"]))}
+    stats = stats.sort_values("preset", key=lambda c: c.map(order), kind="stable")
+    sizes = model_sizes(t, keys)
+    stats["model_mb_own"] = [sizes[tuple(r[k] for k in keys)][0]
+                             for r in stats.to_dict("records")]
+    stats["model_mb"] = [sizes[tuple(r[k] for k in keys)][1] for r in stats.to_dict("records")]
+    header = ["method", "preset", "data set", "ACC (%)", "BWT_f", "model size, own (MB)",
+              "with KB (MB)", "C2S + S2C per round and client (MB)"]
     rows = [[f"{r['model.adapter']} + {r['server.optimizer']} η={fmt_value(r['server.lr'])}",
-             str(r["dataset"]), mean_pm(r["acc_mean"], r["acc_std"]),
-             mean_pm(r["bwt_f_mean"], r["bwt_f_std"]), f"{r['model_mb']:.3f}",
-             f"{r['c2s_mb_per_round']:.4f} + {r['s2c_mb_per_round']:.4f}"]
-            for _, r in stats.iterrows()]
-    rows += [[name, "cifar100", f"{a:.2f}", fmt_value(b), f"{size:g}", f"{c2s:g} + {s2c:g}"]
-             for name, a, b, size, c2s, s2c in PAPER_TABLE4]
+             str(r["preset"]), str(r["dataset"]), mean_pm(r["acc_mean"], r["acc_std"]),
+             mean_pm(r["bwt_f_mean"], r["bwt_f_std"]), f"{r['model_mb_own']:.3f}",
+             f"{r['model_mb']:.3f}", f"{r['c2s_mb_per_round']:.4f} + "
+             f"{r['s2c_mb_per_round']:.4f}"] for _, r in stats.iterrows()]
+    rows += [[name, "-", "cifar100", f"{a:.2f}", fmt_value(b), f"{size:g}", "-",
+              f"{c2s:g} + {s2c:g}"] for name, a, b, size, c2s, s2c in PAPER_TABLE4]
+    provenance = "\n".join(s.provenance for s in (study, *beside))
     md = (f"Table 4 ({study.name}): {over_seeds(stats['acc_n'])}; the last two rows are quoted "
-          f"from the FCL paper (CIFAR-100, ResNet-18), not measured. Model size: what one "
-          f"client stores, float32; communication: bytes as encoded, per round and sampled "
+          f"from the FCL paper (CIFAR-100, ResNet-18), not measured. BWT_f of FedWeIT compares "
+          f"a task across a boundary on the clients that held it before "
+          f"(`model.fedweit_bwt_clients`). Model size: what one client stores, float32, dense; "
+          f"own = its backbone or B and every task's module; with KB = also FedWeIT's "
+          f"knowledge bases. Communication: bytes as encoded, per round and sampled "
           f"client.\n\n" + markdown_table(header, rows))
-    return Produced(save_table(stats, md, out, "table4", study.provenance), stats)
+    return Produced(save_table(stats, md, out, "table4", provenance), stats)
+
+
+def model_sizes(trials: pd.DataFrame, keys: list[str]) -> dict[tuple, tuple[float, float]]:
+    """Per setting of `keys`, the model one client stores in MB, (own, with FedWeIT's knowledge
+    bases), from its config (`fcl.communication.params_report`)."""
+    from fcl.communication import params_report
+    from fcl.config import field_types, from_flat
+    config_keys = field_types()
+    sizes = {}
+    for row in trials.groupby(keys, dropna=False).head(1).to_dict("records"):
+        rep = params_report(from_flat({k: v for k, v in row.items()
+                                       if k in config_keys and not pd.isna(v)}))
+        sizes[tuple(row[k] for k in keys)] = (rep["client_model_bytes_own"] / 1e6,
+                                              rep["client_model_bytes"] / 1e6)
+    return sizes

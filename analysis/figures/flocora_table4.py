@@ -77,14 +77,16 @@ def table_iv_method(row: pd.Series) -> tuple[str, str, tuple]:
 
 
 def with_methods(trials: pd.DataFrame) -> pd.DataFrame:
-    """The trials with `kind`, `method` (in words), `order` and `mb_per_client`: bytes up +
-    down over the whole run, all clients, divided by the number of clients, in MB."""
+    """The trials with `kind`, `method` (in words), `order`, `mb_per_client` (bytes up + down
+    over the whole run, all clients, divided by the number of clients, in MB) and
+    `up_mb_per_client` (the upload alone: what pruning and ZeroFL compress; their download is
+    dense)."""
     named = [table_iv_method(r) for _, r in trials.iterrows()]
     clients = pd.to_numeric(trials["data.num_clients"]) if "data.num_clients" in trials else 1
     return trials.assign(kind=[k for k, _, _ in named], method=[m for _, m, _ in named],
                          order=[o for _, _, o in named],
                          mb_per_client=(trials["bytes_up"] + trials["bytes_down"])
-                         / clients / 1e6)
+                         / clients / 1e6, up_mb_per_client=trials["bytes_up"] / clients / 1e6)
 
 
 VALUES_ONLY = ("values_bytes_up", "values_bytes_down")   # the sparse messages' values alone
@@ -100,21 +102,23 @@ def table_iv_stats(trials: pd.DataFrame) -> pd.DataFrame:
         "mean": "acc_mean", "std": "acc_std", "ci95": "acc_ci95", "n": "acc_n"})
     first = t.drop_duplicates("method").set_index("method")[["kind", "order"]]
     stats = acc.join(first, on="method").merge(
-        t.groupby("method")["mb_per_client"].mean().reset_index(), on="method")
+        t.groupby("method")[["mb_per_client", "up_mb_per_client"]].mean().reset_index(),
+        on="method")
     fedavg = t[t["kind"] == "FedAvg"]
     if len(fedavg):
         diff = paired(t, {"method": fedavg["method"].iloc[0]}, ["acc"], ("method",))
         diff = diff.rename(columns={"acc diff": "d_acc", "acc ci95": "d_ci95", "acc n": "d_n"})
         stats = stats.merge(diff[["method", "d_acc", "d_ci95", "d_n"]], on="method", how="left")
-        base_mb = fedavg["mb_per_client"].mean()
+        base_mb, base_up = fedavg["mb_per_client"].mean(), fedavg["up_mb_per_client"].mean()
     else:
         stats = stats.assign(d_acc=math.nan, d_ci95=math.nan, d_n=0)
-        base_mb = math.nan
+        base_mb = base_up = math.nan
     is_base = stats["kind"] == "FedAvg"
     stats.loc[is_base, ["d_acc", "d_n"]] = [0.0, 0]
     stats["d_n"] = stats["d_n"].fillna(0).astype(int)
     stats["fedavg_mb_per_client"] = base_mb
     stats["reduction"] = base_mb / stats["mb_per_client"]
+    stats["up_reduction"] = base_up / stats["up_mb_per_client"]
     if all(c in t for c in VALUES_ONLY):
         sparse = t[t["kind"].isin(("pruning", "ZeroFL"))]
         clients = pd.to_numeric(sparse["data.num_clients"]) if "data.num_clients" in sparse \
@@ -186,13 +190,15 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
         tables.append(tag(stats, title))
         values = "values_mb_per_client" in stats
         header = ["method", "ACC (%)", "ACC - FedAvg, same seeds (95% CI)",
-                  "MB per client (up + down)", "reduction vs FedAvg"]
+                  "MB per client (up + down)", "reduction vs FedAvg (both links)",
+                  "MB up per client", "reduction vs FedAvg (upload only)"]
         header += ["values-only MB per client", "values-only reduction"] if values else []
         rows = []
         for _, r in stats.iterrows():
             row = [r["method"], _seeds_text(r["acc_mean"], r["acc_std"], int(r["acc_n"])),
                    same_seed_diff(r, r["kind"] == "FedAvg"), f"{r['mb_per_client']:.3f}",
-                   f"{r['reduction']:.1f}x"]
+                   f"{r['reduction']:.1f}x", f"{r['up_mb_per_client']:.3f}",
+                   f"{r['up_reduction']:.1f}x"]
             if values:
                 v = r["values_mb_per_client"]
                 row += ["-", "-"] if math.isnan(v) else \
@@ -213,7 +219,8 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
           f"the seeds both ran), the bytes each client sent and received over the whole run "
           f"(all rounds; the study's total divided by its number of clients), and how many "
           f"times less than FedAvg that is (FedAvg's bytes / the method's, as the paper "
-          f"counts).{values_note}\n\n" + "\n".join(parts)
+          f"counts), over both links and over the upload alone (pruning and ZeroFL compress "
+          f"only the upload; their download is the dense model).{values_note}\n\n" + "\n".join(parts)
           + "\nThe paper's figures for Table IV, quoted from its text (the table's own numbers "
             "are not in it):\n\n" + "\n\n".join(f"> {q}" for q in TABLE_IV_QUOTES) + "\n")
     paths += save_table(data, md, out, "flocora_table4", study.provenance)

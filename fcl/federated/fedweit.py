@@ -24,7 +24,11 @@ Round r, over the run's schedule, participation and server optimizer:
          eta 1 gives the code's per-channel mean; a channel no one sent keeps the server's
          value (the code's clients keep their own there, its global being zero).
   eval   every client's own model of task t (its B is the server's); task t's accuracy is the
-         mean over the clients holding task t, or the initial model's while none does.
+         mean over the clients holding task t, or the initial model's while none does. BWT_f
+         compares a task across a boundary on the clients that held it before (`held`, kept
+         beside as `held_accuracy`): a client that starts the task at the boundary has had one
+         round on it, and its low accuracy is not a drop (`fcl.metrics`;
+         `model.fedweit_bwt_clients=all` compares every holder's mean instead).
 
 Other readings, and where this departs from the code: only sampled clients train (the code's
 unselected clients train on without sending); a client keeps no B of its own between rounds
@@ -122,6 +126,7 @@ def init(plan: Plan) -> FedWeITState:
 def run_round(plan: Plan, state: RunState, r: int):
     t_start = time.perf_counter()
     cfg, fs = plan.cfg, state.method
+    held_before = [set(c.tasks) for c in fs.clients]
     part = participation(r, plan.data.num_clients, cfg.participation, cfg.seed)
     tasks_of = plan.schedule[r].tolist()
     clients = list(fs.clients)
@@ -168,9 +173,7 @@ def run_round(plan: Plan, state: RunState, r: int):
         totals = replace(totals, diverged_round=r)
     state = replace(state, next_round=r + 1, first_update=tuple(first), totals=totals, method=fs)
     if r in plan.due:
-        accuracy = state.accuracy.clone()
-        accuracy[:, r] = evaluate_clients(plan, state)
-        state = replace(state, accuracy=accuracy)
+        state = scored(plan, state, r, held_before)
     load_state_(plan.model.shared, shared)        # the model mirrors the server's B
     return state, round_record(plan, state, down, up, changes, r, t_start)
 
@@ -223,17 +226,7 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
     """K local epochs of FedWeIT's client on `task` from the server's B."""
     model, cfg, mcfg = plan.model, plan.cfg.client, plan.cfg.model
     names = plan.names[task]
-    load_state_(model.shared, shared)
-    for i, tensors in own.tasks.items():
-        load_state_(model.tasks[i], tensors)
-    anchors = own.anchors
-    if own.last != task:                  # a task switch: theta_i* of every other task
-        anchors = {i: anchor(model, i) for i in own.tasks if i != task}
-    alpha = {n: a.clone().requires_grad_(True) for n, a in own.attention.get(task, {}).items()}
-    model.set_knowledge(task, own.knowledge.get(task), alpha or None)
-    for i in own.tasks:
-        if i != task:
-            model.set_knowledge(i, None, None)     # past kernels: B sigmoid(m) + A only
+    anchors, alpha = load_client(plan, shared, own, task)
     module = model.tasks[task]
     base = [model.shared[n] for n in shared]
     params = base + live_tensors(module, names.trainable) + list(alpha.values())
@@ -283,6 +276,26 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
     return own, report, Sent(b_c, keep, nbytes)
 
 
+def load_client(plan: Plan, shared: Params, own: ClientTasks, task: int
+                ) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The model set to the client's view for training `task` on the server's B: its task
+    states and knowledge base loaded; returns the anchors of its other tasks (theta_i*,
+    taken again at a task switch) and its attention on `task` as trainable tensors."""
+    model = plan.model
+    load_state_(model.shared, shared)
+    for i, tensors in own.tasks.items():
+        load_state_(model.tasks[i], tensors)
+    anchors = own.anchors
+    if own.last != task:                  # a task switch: theta_i* of every other task
+        anchors = {i: anchor(model, i) for i in own.tasks if i != task}
+    alpha = {n: a.clone().requires_grad_(True) for n, a in own.attention.get(task, {}).items()}
+    model.set_knowledge(task, own.knowledge.get(task), alpha or None)
+    for i in own.tasks:
+        if i != task:
+            model.set_knowledge(i, None, None)     # past kernels: B sigmoid(m) + A only
+    return anchors, alpha
+
+
 def adam(beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-7):
     """A fresh Adam (Keras's form of the update); its moments start at zero each round."""
     m: list[torch.Tensor] = []
@@ -305,28 +318,66 @@ def adam(beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-7):
     return step
 
 
+def scored(plan: Plan, state: RunState, r: int, held_before: list[set[int]]) -> RunState:
+    """`state` with round r's column of `accuracy` (every holder's mean, or the initial
+    model's where none holds the task) and of `held_accuracy` (the mean over the clients that
+    held the task before the round, NaN where none did); `model.fedweit_bwt_clients=all`
+    sets both to the first."""
+    per_client, initial = evaluate_clients(plan, state)
+    T, R = state.accuracy.shape
+    accuracy = state.accuracy.clone()
+    held = state.held_accuracy.clone() if state.held_accuracy is not None else \
+        torch.full((T, R), math.nan, dtype=torch.float64)
+    accuracy[:, r] = holders_mean(per_client, initial)
+    held[:, r] = accuracy[:, r] if plan.cfg.model.fedweit_bwt_clients == "all" else \
+        held_mean(per_client, held_before)
+    return replace(state, accuracy=accuracy, held_accuracy=held)
+
+
+def holders_mean(per_client: torch.Tensor, initial: torch.Tensor) -> torch.Tensor:
+    """(T,) each task's mean over the clients holding it (`per_client` (T, N), NaN where a
+    client does not hold the task), `initial` where none does."""
+    held = ~per_client.isnan()
+    mean = torch.where(held, per_client, 0.0).sum(1) / held.sum(1).clamp(min=1)
+    return torch.where(held.any(1), mean, initial)
+
+
+def held_mean(per_client: torch.Tensor, held_before: list[set[int]]) -> torch.Tensor:
+    """(T,) each task's mean over the clients that held it before the round (NaN: none)."""
+    T, N = per_client.shape
+    mask = torch.tensor([[t in held_before[c] for c in range(N)] for t in range(T)])
+    kept = torch.where(mask, per_client, math.nan)
+    n = mask.sum(1)
+    return torch.where(n > 0, torch.nan_to_num(kept).sum(1) / n.clamp(min=1), math.nan)
+
+
 @torch.no_grad()
-def evaluate_clients(plan: Plan, state: RunState) -> torch.Tensor:
-    """Per task, the mean test accuracy (percent) of the clients holding it, each with its own
-    task state and knowledge base on the server's B; the initial task state where none does."""
+def evaluate_clients(plan: Plan, state: RunState) -> tuple[torch.Tensor, torch.Tensor]:
+    """(T, N) the test accuracy (percent) of each client's own model of each task it holds
+    (its task state and knowledge base on the server's B), NaN where it does not hold it; and
+    (T,) the initial task state's, for the tasks no client holds (NaN for the others)."""
     model, data, fs = plan.model, plan.data, state.method
     load_state_(model.shared, fs.shared)
     model.eval()
-    out = []
-    for t in range(data.num_tasks):
-        holders = [c for c in range(data.num_clients) if t in fs.clients[c].tasks]
-        views = [(fs.clients[c].tasks[t], fs.clients[c].knowledge.get(t),
-                  fs.clients[c].attention.get(t)) for c in holders] or \
-            [({**state.tasks[t].params, **state.tasks[t].buffers}, None, None)]
-        hits = []
-        for tensors, kb, alpha in views:
-            load_state_(model.tasks[t], tensors)
-            model.set_knowledge(t, kb, alpha)
-            hits.append(task_hits(model, data, t, plan.eval_batch, plan.trainer.forward,
-                                  plan.eval_channels_last))
-        size = len(data.tasks[t].test_y)
-        out.append(torch.stack(hits).cpu().double().mean() * 100.0 / size)
-    return torch.stack(out)
+    T, N = data.num_tasks, data.num_clients
+    per_client = torch.full((T, N), math.nan, dtype=torch.float64)
+    initial = torch.full((T,), math.nan, dtype=torch.float64)
+
+    def score(t: int, tensors: Params, kb, alpha) -> float:
+        load_state_(model.tasks[t], tensors)
+        model.set_knowledge(t, kb, alpha)
+        hits = task_hits(model, data, t, plan.eval_batch, plan.trainer.forward,
+                         plan.eval_channels_last)
+        return float(hits.cpu().double()) * 100.0 / len(data.tasks[t].test_y)
+
+    for t in range(T):
+        holders = [c for c in range(N) if t in fs.clients[c].tasks]
+        for c in holders:
+            own = fs.clients[c]
+            per_client[t, c] = score(t, own.tasks[t], own.knowledge.get(t), own.attention.get(t))
+        if not holders:
+            initial[t] = score(t, {**state.tasks[t].params, **state.tasks[t].buffers}, None, None)
+    return per_client, initial
 
 
 METHOD = RoundMethod(init, run_round)

@@ -2,10 +2,13 @@
 and how much of it each trial asks for."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import math
 import os
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -50,23 +53,44 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     local = {"include_dashboard": False, "num_cpus": num_cpus} if address is None else {}
     if address is not None and not in_ray_job():
         local["runtime_env"] = ship_fcl()
-    try:
-        # the one line below says it; Ray's own warning before it would say it twice
-        warnings.filterwarnings("ignore", message="Ray Client connection timed out")
-        # "local": a new instance, even where `ray start` left one running (None would join it)
-        ray.init(address=address or "local", configure_logging=True,
-                 logging_level=logging.WARNING, log_to_driver=True, **local)
-    except ConnectionError as e:
-        if not (address or "").startswith("ray://"):
-            raise
-        raise ConfigError("--address", address, f"Ray Client could not connect ({e})",
-                          "a head started with --ray-client-server-port PORT that this machine "
-                          "reaches; on a cluster with token auth, its ~/.ray/auth_token on "
-                          "this machine (or RAY_AUTH_TOKEN)") from None
+    # the one line below says it; Ray's own warning before it would say it twice
+    warnings.filterwarnings("ignore", message="Ray Client connection timed out")
+    # "local": a new instance, even where `ray start` left one running (None would join it)
+    init = functools.partial(ray.init, address=address or "local", configure_logging=True,
+                             logging_level=logging.WARNING, log_to_driver=True, **local)
+    if (address or "").startswith("ray://"):
+        client_init(init, address)
+    else:
+        init()
     ray_private.drop_sigterm_tracebacks()
     if address is None:
         reaper.watch_local_ray()       # its agents must not outlive a driver killed with -9
     return True
+
+
+CLIENT_TRIES, CLIENT_PAUSE_S = 3, 5.0     # Ray Client: tries, and the pause before a retry
+
+
+def client_init(init, address: str, tries: int = CLIENT_TRIES,
+                pause_s: float = CLIENT_PAUSE_S) -> None:
+    """`init()` through Ray Client, tried `tries` times: a head whose Ray Client server is still
+    starting its worker (seen with the dashboard on: 2 connects of 5 failed, the next one
+    worked) refuses a first connect. The one-line error says what was tried."""
+    for attempt in range(1, tries + 1):
+        try:
+            init()
+            return
+        except ConnectionError as e:
+            with contextlib.suppress(Exception):    # a half-made client before the next try
+                ray.shutdown()
+            if attempt == tries:
+                raise ConfigError("--address", address, f"Ray Client could not connect in "
+                                  f"{tries} tries, {pause_s:g} s apart (the last: {e})",
+                                  "a head started with --ray-client-server-port PORT that "
+                                  "this machine reaches; on a cluster with token auth, its "
+                                  "~/.ray/auth_token on this machine (or RAY_AUTH_TOKEN)"
+                                  ) from None
+            time.sleep(pause_s)
 
 
 def ship_fcl() -> dict:

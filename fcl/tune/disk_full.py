@@ -43,7 +43,8 @@ from fcl.config import ConfigError
 from fcl.tune import stop_request
 from fcl.tune.progress import filtered_ray_logs
 
-NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28")
+NO_SPACE = ("No space left on device", "[Errno 28]", "errno 28",
+            "database or disk is full")          # the last: SQLite's
 _RESERVES: list[str] = []             # the reserve files of the study running (per driver)
 RESERVES = (".fcl-reserve", ".fcl-reserve-repair")
 
@@ -163,6 +164,20 @@ def newest_state_reads_back(folder: str) -> bool:
     except OSError:
         return False
     return bool(names) and _reads_back(os.path.join(folder, max(names)))
+
+
+def never_recorded(folder: str) -> bool:
+    """Whether Tune's state in `folder` holds no experiment state at all (no
+    experiment_state-*.json, not even an empty one): the driver stopped before Tune's first
+    snapshot, so no trial is on record and starting over loses nothing. (A full disk leaves
+    the file, cut short: that is `ensure_resumable`'s.) An object store: False."""
+    if "://" in folder:
+        return False
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return not any(n.startswith("experiment_state-") for n in names)
 
 
 def ensure_resumable(name: str, path: str) -> None:

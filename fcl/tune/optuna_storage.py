@@ -81,6 +81,34 @@ def check_writable(url: str) -> None:
                           "a file in a folder this user can write in; " + ALLOWED)
 
 
+def repair_journal(path: str) -> int:
+    """Drop a partial last record of a journal file (a write cut short by a full disk or a
+    kill): Optuna's reader skips it, but the next append would run on from it into a line that
+    no reader can parse again (seen: a resumed search failed to restore and then hung). Done
+    under the journal's own lock, so a writer of another driver is never cut; a record cut
+    short never happened as far as Optuna knows. Returns the bytes dropped."""
+    if not os.path.isfile(path):
+        return 0
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return 0
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return 0
+    journal = getattr(optuna.storages, "journal", optuna.storages)     # Optuna < 4.0: flat
+    lock = journal.JournalFileSymlinkLock(path)
+    lock.acquire()
+    try:
+        with open(path, "rb+") as f:
+            data = f.read()
+            keep = data.rfind(b"\n") + 1
+            f.truncate(keep)
+        return len(data) - keep
+    finally:
+        lock.release()
+
+
 def open_storage(url: str) -> optuna.storages.BaseStorage:
     """The Optuna storage `url` names: a journal file, else an RDB (SQLAlchemy's URL)."""
     if url.startswith(JOURNAL):
@@ -117,3 +145,30 @@ def optuna_study_exists(url: str, name: str) -> bool:
 def delete_optuna_study(url: str, name: str) -> None:
     if optuna_study_exists(url, name):
         optuna.delete_study(study_name=name, storage=open_storage(url))
+
+
+def reconcile(url: str, study_name: str, trials, metrics: list[str]) -> int:
+    """Optuna trials left RUNNING by a stop (a kill, a full disk: the tell never reached the
+    storage) set from the study's exported rows (`trials`: trials.parquet's frame, with
+    `optuna_trial`, `status` and the objective's `metrics` columns): COMPLETE with the row's
+    values where that trial finished, FAIL otherwise (a trial of another driver's run is
+    left alone: only numbers this study exported are touched). Returns how many were set."""
+    from fcl.results_io import TERMINATED
+    storage = open_storage(url)
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    if "optuna_trial" not in trials:
+        return 0
+    rows = {int(n): r for n, r in zip(trials["optuna_trial"], trials.to_dict("records"))
+            if n == n}
+    fixed = 0
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        row = rows.get(t.number)
+        if row is None:
+            continue
+        values = [row.get(m) for m in metrics]
+        if row["status"] == TERMINATED and all(v == v and v is not None for v in values):
+            study.tell(t.number, values if len(values) > 1 else values[0])
+        else:
+            study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        fixed += 1
+    return fixed

@@ -30,7 +30,8 @@ from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations
                       progress, state as states, stop_request)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
-from fcl.tune.optuna_storage import dashboard_command
+from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command
+from fcl.tune.searchers import reconciled_line
 from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
@@ -111,6 +112,12 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
                               f"{resume_command(plan.opts)}")
         if full := stop_request.stops(stop_request.DISK_FULL):
             raise disk_full_error(plan.opts, state, f"trial {full[0].detail}")
+        if optuna_full := stop_request.stops(stop_request.OPTUNA_FULL):
+            raise ConfigError(OPTUNA_FLAG, optuna_full[0].detail, "the disk filled up "
+                              "(writing the search's Optuna storage: No space left on "
+                              f"device); the study stopped, its Tune state kept in "
+                              f"{state.path}", "free some space, then continue with: "
+                              f"{resume_command(plan.opts)}")
         check_all_ran(tune_plan, state, grid, interrupted)
         try:
             with progress.deferred_sigterm() as terminated:
@@ -232,6 +239,8 @@ def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: Te
         print(line, file=sys.stderr)
     for line in rerun_lines(plan.opts, failed, unfinished):
         print(line, file=out)
+    if plan.study.searcher == "optuna" and (fixed := reconciled_line(plan.opts, plan.name, df)):
+        print(fixed, file=out)
     prune(grid, trials, out)
     return StudyOutcome(counts[0], tuple(paths), *counts[1:], wall_s, grid, frames)
 

@@ -23,9 +23,11 @@ LoRA trials), so Optuna's importances and TPE never see a rank that did nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import pickle
+import sys
 import warnings
 
 import optuna
@@ -34,7 +36,10 @@ from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.sample import Domain
 
 from fcl.config import ConfigError
-from fcl.tune.optuna_storage import open_storage, optuna_study_name, storage_url
+from fcl.tune import stop_request
+from fcl.tune.disk_full import says_disk_full
+from fcl.tune.optuna_storage import (FLAG, JOURNAL, open_storage, optuna_study_name,
+                                     reconcile, repair_journal, storage_url)
 from fcl.tune.space import Given, Space, is_grid
 from fcl.tune.report import BYTES, METRIC, TrialReport
 
@@ -104,6 +109,11 @@ class FclOptunaSearch(Searcher):
         self._open()
 
     def _open(self) -> None:
+        if self._url and self._url.startswith(JOURNAL):
+            dropped = repair_journal(self._url[len(JOURNAL):])
+            if dropped:
+                print(f"{FLAG}={self._url}: dropped its partial last record ({dropped} bytes, "
+                      "a write cut short)", file=sys.stderr)
         self._storage = (open_storage(self._url) if self._url
                          else optuna.storages.InMemoryStorage())
         modes = self.mode if isinstance(self.mode, list) else [self.mode]
@@ -127,6 +137,11 @@ class FclOptunaSearch(Searcher):
     # ---- Tune's callbacks ----------------------------------------------------------------
 
     def suggest(self, trial_id: str) -> dict | None:
+        with self._writing():
+            return self._suggest(trial_id)
+        return None                     # the storage is full: no trial; the study stops
+
+    def _suggest(self, trial_id: str) -> dict | None:
         trial = self._study.ask()
         trial.set_user_attr(TUNE_TRIAL_ID, trial_id)
         try:
@@ -139,6 +154,10 @@ class FclOptunaSearch(Searcher):
         return {**config, TRIAL_NUMBER: trial.number}
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
+        with self._writing():
+            self._on_trial_result(trial_id, result)
+
+    def _on_trial_result(self, trial_id: str, result: dict) -> None:
         if isinstance(self.metric, list):
             return            # Optuna keeps no intermediate values of multi-objective trials
         report = TrialReport.from_tune(result)
@@ -155,6 +174,10 @@ class FclOptunaSearch(Searcher):
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
+        with self._writing():
+            self._on_trial_complete(trial_id, result, error)
+
+    def _on_trial_complete(self, trial_id: str, result: dict | None, error: bool) -> None:
         frozen = self._frozen(trial_id)
         if frozen is None or frozen.state.is_finished():
             return
@@ -169,8 +192,22 @@ class FclOptunaSearch(Searcher):
             self._study.tell(frozen.number, values if len(values) > 1 else values[0])
         else:                 # stopped by the scheduler before its last round
             if result:        # the result it was stopped on reaches no on_trial_result
-                self.on_trial_result(trial_id, result)
+                self._on_trial_result(trial_id, result)
             self._study.tell(frozen.number, state=State.PRUNED)
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """A write to the Optuna storage that finds its disk full (a journal's OSError,
+        SQLite's 'database or disk is full') stops the study as a full results disk does: one
+        line, the state kept for --resume (`fcl.tune.stop_request`); the Optuna trial it was
+        about is set right at the export (`fcl.tune.optuna_storage.reconcile`)."""
+        try:
+            yield
+        except Exception as e:      # noqa: BLE001  (OSError, sqlalchemy's OperationalError)
+            if not says_disk_full(str(e)):
+                raise
+            if not stop_request.stops(stop_request.OPTUNA_FULL):
+                stop_request.request_stop(stop_request.OPTUNA_FULL, self._url or "")
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec) -> bool:
@@ -234,3 +271,15 @@ def optuna_searcher(study: str, objective: str, results: str, seed: int,
     # As many draws at once as the cluster runs (`max_concurrent`: its slots, or the user's
     # cap): TPE's constant liar (`FclOptunaSearch`) keeps concurrent draws apart.
     return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 1)
+
+
+def reconciled_line(opts, study: str, trials) -> str | None:
+    """A search's Optuna trials that an earlier stop left RUNNING (their tell never reached the
+    storage: a kill, a full disk) set from the rows just exported, so optuna-dashboard and the
+    next draws see what happened (`fcl.tune.optuna_storage.reconcile`); the line saying so,
+    or None. `opts`: the study's `StudyOptions`."""
+    url = opts.optuna_storage or storage_url(opts.results)
+    metrics = [METRIC_NAMES.get(m, m) for m in OBJECTIVES[opts.objective][0]]
+    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics)
+    return (f"set {fixed} Optuna trials that an earlier stop left RUNNING from the exported "
+            "rows") if fixed else None

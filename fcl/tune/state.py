@@ -120,6 +120,11 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
                           f"state in {path}", "run it without --resume (or check --storage)")
     if manifest is not None and not (opts.resume and state.can_restore):
         check_results(os.path.join(opts.results, name), manifest)
+    if opts.resume and state.can_restore and disk_full.never_recorded(path):
+        print(f"study {name} was stopped before Tune recorded any trial ({path} holds no "
+              "experiment state yet): it starts from the beginning", file=sys.stderr)
+        remove_experiment(path)
+        return TuneState(storage, path, False, state.optuna_url, state.optuna_name)
     if opts.resume and state.can_restore:
         disk_full.ensure_resumable(name, path)
     return state
@@ -253,5 +258,17 @@ def hold_storage(opts: StudyOptions, name: str) -> Iterator[None]:
               f"of study {name} on it at a time", file=sys.stderr)
         yield
         return
-    with hold(storage, name, opts.command, "--storage"):
+    owner = default_storage_owner(storage)
+    with hold(storage, name, opts.command, "--storage"), \
+            (hold(owner, name, opts.command, "--storage")
+             if owner and os.path.realpath(owner) != os.path.realpath(opts.results)
+             else contextlib.nullcontext()):
         yield
+
+
+def default_storage_owner(storage: str) -> str | None:
+    """The results folder whose default storage `storage` is (`<results>/.tune`), or None: a
+    driver of that folder holds only its results lock, so a driver using its storage from
+    another results folder must take that lock too, or its `--fresh` deletes a live state."""
+    path = os.path.realpath(storage)
+    return os.path.dirname(path) if os.path.basename(path) == ".tune" else None

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 SIGTERM = "SIGTERM"                 # a job scheduler (or `timeout`, `kill`) ended the driver
 DISK_FULL = "disk full"             # a trial failed with ENOSPC (fcl.tune.disk_full)
+OPTUNA_FULL = "optuna storage full"  # the search's Optuna storage could not be written
+#                                     (fcl.tune.searchers): its disk, or SQLite's, is full
 NO_NODE = "no node fits"            # no live node can hold a trial (fcl.tune.nodes)
 TUNE_STOPPING = "Tune stopping"     # Tune's SIGINT handler ran: any of the above, or Ctrl-C
 

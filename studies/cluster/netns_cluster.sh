@@ -2,7 +2,7 @@
 # A Ray cluster on one machine that behaves like three: a head and two workers, each in its own
 # network namespace with its own IP (iproute2 + a bridge; needs root), each `ray start` with its
 # own --temp-dir and its own home (its own ~/.ray), started with the commands of
-# docs/clusters.md: `ray get-auth-token --generate` and `ray start --head --port 6379` on the
+# docs/clusters.md: `ray get-auth-token --generate > /dev/null` and `ray start --head --port 6379` on the
 # head, its token copied to each other node, `RAY_AUTH_MODE=token ray start --address HEAD:6379`
 # on each worker. It runs one grid (stragglers), one search (search, 3 draws) and one FLoCoRA
 # study (flocora_quantization) at --preset smoke from a driver on the head, then the faults
@@ -73,7 +73,7 @@ start_node() {             # start_node NAME IP [wrapper...]: ray start in that 
   # a job's `python` is the one of this venv
   local run=(env RAY_ADDRESS= PATH="$(dirname "$PY"):$PATH")
   if [ "$name" = head ]; then     # Ray 2.60 turns token auth on only where a token exists
-    ns head "${run[@]}" "$RAY" get-auth-token --generate >"$WORK/token-head.log" 2>&1 &&
+    ns head "${run[@]}" "$RAY" get-auth-token --generate > /dev/null 2>"$WORK/token-head.log" &&
     ns head "$@" "${run[@]}" "$RAY" start --head --port $PORT "${args[@]}" \
       >"$WORK/start-head.log" 2>&1 &&
     for n in w1 w2 drv; do     # the head's token, copied to each other machine

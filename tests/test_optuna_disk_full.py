@@ -1,0 +1,84 @@
+"""A search whose Optuna journal fills its disk (an 8 KiB tmpfs) ends in one line, exit 2, no
+traceback; after the disk grows, `--resume` drops the journal's partial last record (the next
+append would otherwise run on from it into a line no reader parses: the resume failed to
+restore and hung), finishes, exports every trial, and leaves no Optuna trial RUNNING
+(`fcl.tune.optuna_storage.reconcile`). Unit checks of the repair and the reconciliation
+first. The full-disk case needs root (mount); skipped, with the reason, where not permitted."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from tmpfs import tmpfs
+
+optuna = pytest.importorskip("optuna")
+
+from fcl.tune.optuna_storage import open_storage, reconcile, repair_journal  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+State = optuna.trial.TrialState
+SCRIPT = """
+from ray import tune
+from fcl.tune import Study, main
+STUDY = Study("search", {"client.lr": tune.loguniform(0.01, 0.1)}, searcher="optuna")
+if __name__ == "__main__":
+    main(STUDY)
+"""
+SMALL = ["model.weights=", "model.width=8", "rounds=5", "data.test_per_class=10"]
+
+
+def test_a_partial_last_record_is_dropped_and_a_whole_journal_left_alone(tmp_path):
+    journal = tmp_path / "optuna.journal"
+    journal.write_bytes(b'{"op_code": 0}\n{"op_code": 1}\n')
+    assert repair_journal(str(journal)) == 0
+    journal.write_bytes(b'{"op_code": 0}\n{"op_code": 1, "worker')
+    assert repair_journal(str(journal)) == len(b'{"op_code": 1, "worker')
+    assert journal.read_bytes() == b'{"op_code": 0}\n'
+    assert repair_journal(str(tmp_path / "none.journal")) == 0
+    assert not list(tmp_path.glob("*.lock"))              # the journal's lock released
+
+
+def test_running_trials_are_set_from_the_exported_rows(tmp_path):
+    url = f"journal://{tmp_path}/optuna.journal"
+    study = optuna.create_study(study_name="s-acc", storage=open_storage(url),
+                                direction="maximize")
+    for _ in range(4):
+        study.ask()                                        # RUNNING, as a stop leaves them
+    study.tell(3, 50.0)
+    rows = pd.DataFrame({"optuna_trial": [0, 1, 3], "status": ["TERMINATED", "ERROR",
+                                                               "TERMINATED"],
+                         "acc": [61.5, float("nan"), 50.0]})
+    assert reconcile(url, "s-acc", rows, ["acc"]) == 2
+    trials = optuna.load_study(study_name="s-acc", storage=open_storage(url)).trials
+    assert [(t.state, t.value) for t in trials] == [
+        (State.COMPLETE, 61.5), (State.FAIL, None), (State.RUNNING, None), (State.COMPLETE, 50.0)]
+
+
+def test_a_full_journal_disk_is_one_line_and_resume_exports_every_trial(tmp_path):
+    script = tmp_path / "search.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    with tmpfs(tmp_path / "disk", "size=8k") as disk:
+        url = f"journal://{disk}/optuna.journal"
+        cmd = [sys.executable, str(script), "--preset", "smoke", "--num-samples", "14",
+               "--results", str(tmp_path / "results"), "--optuna-storage", url,
+               "--set", *SMALL]
+        env = {**os.environ, "PYTHONPATH": REPO}
+        full = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+        assert full.returncode == 2, full.stderr[-3000:]
+        assert len(errors) == 1 and errors[0].startswith(
+            f"error: --optuna-storage={url}: the disk filled up (writing the search's Optuna "
+            "storage: No space left on device)") and "--resume" in errors[0]
+        assert "Traceback" not in full.stderr, full.stderr[-3000:]
+        subprocess.run(["mount", "-o", "remount,size=4m", str(disk)], check=True)
+        resumed = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=env,
+                                 timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        exported = pd.read_parquet(tmp_path / "results" / "search" / "trials.parquet")
+        assert len(exported) == 14 and (exported["status"] == "TERMINATED").all()
+        trials = optuna.load_study(study_name="search-acc", storage=open_storage(url)).trials
+        assert len(trials) == 14 and all(t.state == State.COMPLETE for t in trials)
+        assert sorted(t.value for t in trials) == sorted(exported["acc"])
