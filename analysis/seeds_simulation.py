@@ -1,4 +1,4 @@
-"""`--seeds auto` replayed on the stored 10-seed studies: what the rule (`fcl.sequential`) would
+"""The seed rule (`fcl.sequential`) replayed on the stored 10-seed studies: what it would
 have spent and decided, against the fixed 10 seeds that were run.
 
     python -m analysis seeds-simulation --results results-pretrained results-pretrained/tau_0.001

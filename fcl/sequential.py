@@ -1,6 +1,7 @@
-"""Comparisons judged after every batch of seeds without inflating the error rate (`--seeds
-auto`): a Student's t interval at each look, at a level that an alpha-spending function hands
-out, so that the looks together spend at most `alpha`.
+"""Comparisons judged after every batch of seeds without inflating the error rate: a Student's t
+interval at each look, at a level that an alpha-spending function hands out, so that the looks
+together spend at most `alpha`. `python -m analysis seeds-simulation` replays the rule on the
+stored studies; a study's driver does not run it yet (its `--seeds` is a fixed number).
 
 The rule (`SeedRule`): the study runs `first` seeds of every setting, then adds `step` seeds at
 a time, up to `most`; these looks are fixed before any trial (n_1 = first, n_2 = first + step,
@@ -47,8 +48,8 @@ def spent(t: float, alpha: float, spending: str) -> float:
 
 @dataclass(frozen=True)
 class SeedRule:
-    """`--seeds auto[:most]`: `first` seeds, then `step` more per look while a comparison is
-    open, up to `most`; each look at its share of `alpha` (`spending`)."""
+    """`first` seeds, then `step` more per look while a comparison is open, up to `most`; each
+    look at its share of `alpha` (`spending`)."""
     most: int = 10
     first: int = 3
     step: int = 2
