@@ -322,13 +322,23 @@ def check_config_early(argv: list[str]) -> None:
     every error this does not raise, is the full parser's."""
     if not argv or argv[0] not in ("run", "params") or "-h" in argv or "--help" in argv:
         return
-    early = argparse.ArgumentParser(add_help=False)
+    early = QuietParser(add_help=False)
     add_config_arguments(early)
     try:
         known, _ = early.parse_known_args(argv[1:])
-    except SystemExit:                  # argparse's own complaint: the full parser says it
+    except QuietParser.Refused:          # argparse's own complaint: the full parser says it
         return
     config_from_args(known)
+
+
+class QuietParser(argparse.ArgumentParser):
+    """A parser whose complaints are raised, not printed: the full parser prints them."""
+
+    class Refused(Exception):
+        pass
+
+    def error(self, message):
+        raise QuietParser.Refused(message)
 
 
 def main(argv: list[str] | None = None) -> int:

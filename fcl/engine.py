@@ -534,7 +534,8 @@ def round_record(plan: Plan, state: RunState, down: Downlink, up: Uplink,
         torch.full_like(accuracy, math.nan)
     tasks = tuple(TaskRecord(
         round=r, task=t, accuracy=float(accuracy[t]) if evaluated else math.nan,
-        accuracy_held=float(held[t]) if evaluated else math.nan,
+        # math.nan itself, not a new NaN: records compare equal as their rows do
+        accuracy_held=float(held[t]) if evaluated and not torch.isnan(held[t]) else math.nan,
         reports=changes[t].reports if t in changes else 0,
         cos_head=float(changes[t].cos_head) if t in changes else math.nan,
         cos_module=float(changes[t].cos_module) if t in changes else math.nan)
