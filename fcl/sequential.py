@@ -25,6 +25,7 @@ for the last look. A study with a fixed number of seeds keeps the fixed-n 95% t-
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -102,8 +103,10 @@ def judge(diffs: list[float], level: float, bound: float = 0.0) -> tuple[str, fl
     return OPEN, mean, half
 
 
+@functools.lru_cache(maxsize=None)
 def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile (p in (0.5, 1)), by bisection on the CDF."""
+    """Student's t quantile (p in (0.5, 1)), by bisection on the CDF (cached: a replay asks
+    for the same few levels and seed counts thousands of times)."""
     lo, hi = 0.0, 1.0
     while t_cdf(hi, df) < p:
         hi *= 2

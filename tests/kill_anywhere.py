@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,7 +90,7 @@ def kill_anywhere(folder: Path, address: str, kills: int, seed: int = 0,
             tally.exits.append(code)
             if code == 0:       # it finished: start the study again, fresh, for the next kills
                 started = False
-                subprocess.run(["rm", "-rf", str(folder / "results")], check=True)
+                shutil.rmtree(folder / "results", ignore_errors=True)
     final = subprocess.run(command(folder, address, started), capture_output=True, text=True,
                            env=env, timeout=DEADLINE_S)
     if final.returncode:

@@ -87,8 +87,8 @@ def client_init(init, address: str, tries: int = CLIENT_TRIES,
                 raise ConfigError("--address", address, f"Ray Client could not connect in "
                                   f"{tries} tries, {pause_s:g} s apart (the last: {e})",
                                   "a head started with --ray-client-server-port PORT that "
-                                  "this machine reaches; on a cluster with token auth, its "
-                                  "~/.ray/auth_token on this machine (or RAY_AUTH_TOKEN)"
+                                  "the driver reaches; on a cluster with token auth, its "
+                                  "~/.ray/auth_token beside the driver (or RAY_AUTH_TOKEN)"
                                   ) from None
             time.sleep(pause_s)
 
