@@ -48,15 +48,21 @@ def test_running_trials_are_set_from_the_exported_rows(tmp_path):
     for _ in range(4):
         study.ask().set_user_attr("tune_trial_id", "t")   # RUNNING, as a stop leaves them
     study.ask()                                            # asked, never handed to Tune
+    lost = study.ask()               # handed to a Tune trial that Tune's saved state lost
+    lost.set_user_attr("fcl_study", "/r/s")
+    lost.set_user_attr("tune_trial_id", "u")
+    other = study.ask()              # another driver's, still running
+    other.set_user_attr("fcl_study", "/elsewhere/s")
+    other.set_user_attr("tune_trial_id", "v")
     study.tell(3, 50.0)
     rows = pd.DataFrame({"optuna_trial": [0, 1, 3], "status": ["TERMINATED", "ERROR",
                                                                "TERMINATED"],
                          "acc": [61.5, float("nan"), 50.0]})
-    assert reconcile(url, "s-acc", rows, ["acc"]) == 3
+    assert reconcile(url, "s-acc", rows, ["acc"], owner="/r/s") == 4
     trials = optuna.load_study(study_name="s-acc", storage=open_storage(url)).trials
     assert [(t.state, t.value) for t in trials] == [
         (State.COMPLETE, 61.5), (State.FAIL, None), (State.RUNNING, None), (State.COMPLETE, 50.0),
-        (State.FAIL, None)]
+        (State.FAIL, None), (State.FAIL, None), (State.RUNNING, None)]
 
 
 def test_a_full_journal_disk_is_one_line_and_resume_exports_every_trial(tmp_path):
@@ -85,4 +91,6 @@ def test_a_full_journal_disk_is_one_line_and_resume_exports_every_trial(tmp_path
         done = [t for t in trials if t.state == State.COMPLETE]
         assert sorted(t.value for t in done) == sorted(exported["acc"])
         # a draw the full disk cut short before Tune got it: failed, never left RUNNING
-        assert all(t.state == State.FAIL for t in trials if t not in done)
+        # or handed to a Tune trial that never reached Tune's saved state
+        assert all(t.state == State.FAIL for t in trials if t not in done), \
+            [(t.number, t.state, t.user_attrs) for t in trials if t not in done]

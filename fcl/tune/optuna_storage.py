@@ -147,13 +147,15 @@ def delete_optuna_study(url: str, name: str) -> None:
         optuna.delete_study(study_name=name, storage=open_storage(url))
 
 
-def reconcile(url: str, study_name: str, trials, metrics: list[str]) -> int:
+def reconcile(url: str, study_name: str, trials, metrics: list[str], owner: str = "") -> int:
     """Optuna trials left RUNNING by a stop (a kill, a full disk: the tell never reached the
     storage) set from the study's exported rows (`trials`: trials.parquet's frame, with
     `optuna_trial`, `status` and the objective's `metrics` columns): COMPLETE with the row's
     values where that trial finished, FAIL otherwise; FAIL too for one asked but never handed
-    to Tune (no `tune_trial_id`: the stop cut its suggestion short). A trial of another
-    driver's run is left alone. Returns how many were set."""
+    to Tune (no `tune_trial_id`: the stop cut its suggestion short), and for one this study
+    (user attr `fcl_study` == `owner`) handed to a Tune trial that the stop kept from Tune's
+    state: the study has ended, so nothing will run it. A trial of another driver's run is
+    left alone. Returns how many were set."""
     from fcl.results_io import TERMINATED
     storage = open_storage(url)
     study = optuna.load_study(study_name=study_name, storage=storage)
@@ -164,8 +166,11 @@ def reconcile(url: str, study_name: str, trials, metrics: list[str]) -> int:
     fixed = 0
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         row = rows.get(t.number)
-        if row is None and "tune_trial_id" not in t.user_attrs:
-            # asked, but the stop came before it was handed to Tune: no trial will ever run it
+        orphan = "tune_trial_id" not in t.user_attrs or (
+            owner and t.user_attrs.get("fcl_study") == owner)
+        if row is None and orphan:
+            # asked, but the stop came before it was handed to Tune, or before Tune recorded
+            # the trial it was handed to: no trial will ever run it
             study.tell(t.number, state=optuna.trial.TrialState.FAIL)
             fixed += 1
         if row is None:

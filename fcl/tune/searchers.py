@@ -49,6 +49,7 @@ OBJECTIVES = {"acc": ([METRIC], ["max"]), "pareto": ([METRIC, BYTES], ["max", "m
 METRIC_NAMES = {METRIC: "acc", BYTES: "tcc_bytes"}
 TRIAL_NUMBER = "optuna_trial"   # key the searcher adds to each trial's config
 TUNE_TRIAL_ID = "tune_trial_id"  # user attr of each Optuna trial: the Tune trial it was asked for
+FCL_STUDY = "fcl_study"          # user attr: the study folder whose driver asked it
 
 
 def _suggest(trial, key: str, domain: Domain):
@@ -98,9 +99,11 @@ class FclOptunaSearch(Searcher):
     (`storage=None`, tests) is pickled whole, having nowhere else to live."""
 
     def __init__(self, space: DefineByRun, metric: str | list[str], mode: str | list[str],
-                 seed: int, study_name: str = "fcl", storage: str | None = None):
+                 seed: int, study_name: str = "fcl", storage: str | None = None,
+                 owner: str = ""):
         super().__init__(metric=metric, mode=mode)
         self._space, self._study_name, self._url = space, study_name, storage
+        self._owner = owner           # the study folder, so an export knows its own trials
         with warnings.catch_warnings():     # constant_liar: experimental in Optuna
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             # running trials count as if they had the worst value, so draws made while
@@ -143,6 +146,8 @@ class FclOptunaSearch(Searcher):
 
     def _suggest(self, trial_id: str) -> dict | None:
         trial = self._study.ask()
+        if self._owner:               # first: a trial naming a Tune trial names its owner
+            trial.set_user_attr(FCL_STUDY, self._owner)
         trial.set_user_attr(TUNE_TRIAL_ID, trial_id)
         try:
             config = self._space(trial)
@@ -255,6 +260,11 @@ class FclOptunaSearch(Searcher):
         return self._storage.get_trial(self._trials[trial_id])
 
 
+def study_folder(results: str, study: str) -> str:
+    """The driver's absolute path of a study's folder: the owner its Optuna trials name."""
+    return os.path.abspath(os.path.join(results, study))
+
+
 def optuna_searcher(study: str, objective: str, results: str, seed: int,
                     max_concurrent: int | None, space: Space, storage: str | None = None):
     """The study's searcher on `storage` (a URL `parse_storage` returned; default SQLite in
@@ -267,7 +277,8 @@ def optuna_searcher(study: str, objective: str, results: str, seed: int,
         metric, mode = metric[0], mode[0]
     searcher = FclOptunaSearch(DefineByRun(space), metric=metric, mode=mode, seed=seed,
                                study_name=optuna_study_name(study, objective),
-                               storage=storage or storage_url(results))
+                               storage=storage or storage_url(results),
+                               owner=study_folder(results, study))
     # As many draws at once as the cluster runs (`max_concurrent`: its slots, or the user's
     # cap): TPE's constant liar (`FclOptunaSearch`) keeps concurrent draws apart.
     return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 1)
@@ -280,6 +291,7 @@ def reconciled_line(opts, study: str, trials) -> str | None:
     or None. `opts`: the study's `StudyOptions`."""
     url = opts.optuna_storage or storage_url(opts.results)
     metrics = [METRIC_NAMES.get(m, m) for m in OBJECTIVES[opts.objective][0]]
-    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics)
+    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics,
+                      owner=study_folder(opts.results, study))
     return (f"set {fixed} Optuna trials that an earlier stop left RUNNING from the exported "
             "rows") if fixed else None
