@@ -13,6 +13,7 @@ Tune keeps its state under `--storage` (default `<results>/.tune/<study>`, `fcl.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -27,7 +28,7 @@ from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations, nodes,
-                      progress, state as states, stop_request)
+                      progress, state as states, stop_request, termination, waits)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command
@@ -64,10 +65,14 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
             plan.resources(cluster.local_resources(), False)
         # a cluster is joined, and checked, before the state is claimed (--fresh discards it)
         started = cluster.connect(plan.address) if plan.address is not None else False
+        termination.reinstall()             # ray.init set its own SIGTERM handler
         try:
             if plan.address is not None:
                 check_cluster(plan)
-            state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
+            with waits.announced(storage_wait(study.name, opts), opts.wait_deadline,
+                                 "check that the storage answers, then run the same command "
+                                 "again"):
+                state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
             outcome = run_claimed(plan, state, t0, out, table)
         finally:
             if started:
@@ -77,6 +82,13 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
     if not outcome.interrupted:          # an interrupted study ends in its one line
         print(f"elapsed {clock(outcome.wall_s)} in all", file=out)
     return outcome
+
+
+def storage_wait(name: str, opts: StudyOptions) -> str:
+    """What claiming the study's state waits for: its Tune storage, and a search's Optuna's."""
+    tune_state = f"Tune's state in {states.storage_of(opts).rstrip('/')}/{name}"
+    return (f"the study's storage to answer ({tune_state}"
+            + (f"; the Optuna storage {opts.optuna_storage})" if opts.optuna_storage else ")"))
 
 
 def check_cluster(plan: StudyPlan) -> None:
@@ -93,6 +105,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
     """The study's Ray part, once its state is claimed: connect (or start a local Ray), fit,
     export."""
     started = cluster.connect(plan.address)
+    termination.reinstall()
     try:
         autoscales, on = cluster.can_autoscale(), nodes.alive_nodes()
         res = plan.resources(ray.cluster_resources(), autoscales, on)
@@ -123,6 +136,8 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
             with progress.deferred_sigterm() as terminated:
                 outcome = export_study(plan, grid, interrupted, time.perf_counter() - t0, out,
                                        part)
+            if outcome.paths:
+                termination.exported()
             if terminated() and not outcome.interrupted:
                 print("terminated (SIGTERM) during the export, which finished first: "
                       f"{len(outcome.paths)} files written, the study is whole", file=sys.stderr)
@@ -148,18 +163,34 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results, plan.opts.optuna_storage)}",
               file=out, flush=True)
-    tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
-    with progress.quiet_interrupt(), progress.sigterm_as_ctrl_c(), disk_full.watch(state.path), \
-            progress.filtered_ray_logs(export.OneLineFailures()):
-        try:
-            grid = tuner.fit()
-        except Exception:            # reading back what the full disk truncated (error.pkl)
-            if not stop_request.stops(stop_request.DISK_FULL):
-                raise
-            grid = None
+    with loop_start_announced(plan, state):
+        tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
+        with progress.quiet_interrupt(), progress.sigterm_as_ctrl_c(), \
+                disk_full.watch(state.path), progress.filtered_ray_logs(export.OneLineFailures()):
+            try:
+                grid = tuner.fit()
+            except Exception:        # reading back what the full disk truncated (error.pkl)
+                if not stop_request.stops(stop_request.DISK_FULL):
+                    raise
+                grid = None
     stop = ("SIGTERM" if stop_request.stops(stop_request.SIGTERM) else
             "SIGINT" if stop_request.stops() else "")
     return grid, stop
+
+
+def loop_start_announced(plan: StudyPlan, state: states.TuneState):
+    """The wait from the Tuner's making (a resume reads Tune's state, and Tune restores the
+    searcher from the Optuna storage) to Tune's first report, after which the progress line
+    speaks (`fcl.tune.waits`). Under Ray Client Tune's loop runs on the head, where the first
+    report cannot be seen, so there is no watch."""
+    if cluster.is_client():
+        return contextlib.nullcontext()
+    waits.LOOP_RUNNING.clear()
+    what = (f"Tune to restore the study from {state.path}" if plan.opts.resume
+            else "Tune to start the study's trials")
+    return waits.announced(what, plan.opts.wait_deadline,
+                           f"check its storages, then continue with: {resume_command(plan.opts)}",
+                           until=waits.LOOP_RUNNING)
 
 
 def check_all_ran(plan: StudyPlan, state: states.TuneState, grid, interrupted: str) -> None:

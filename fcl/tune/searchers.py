@@ -37,7 +37,7 @@ from ray.tune.search.sample import Domain
 
 from fcl.config import ConfigError
 from fcl.tune import stop_request
-from fcl.tune.disk_full import says_disk_full
+from fcl.tune.disk_full import raised_on_full_disk
 from fcl.tune.optuna_storage import (FLAG, JOURNAL, open_storage, optuna_study_name,
                                      reconcile, repair_journal, storage_url)
 from fcl.tune.space import Given, Space, is_grid
@@ -117,6 +117,17 @@ class FclOptunaSearch(Searcher):
             if dropped:
                 print(f"{FLAG}={self._url}: dropped its partial last record ({dropped} bytes, "
                       "a write cut short)", file=sys.stderr)
+        try:
+            self._open_study()
+        except Exception as e:      # noqa: BLE001  (OSError, sqlalchemy's OperationalError)
+            if not raised_on_full_disk(e):
+                raise
+            raise ConfigError(FLAG, self._url, "the disk filled up (opening the search's "
+                              "Optuna study: No space left on device)", "free some space, "
+                              "then run the same command again") from None
+        self._trials: dict[str, int] = {}     # Tune trial id -> storage trial id (a cache)
+
+    def _open_study(self) -> None:
         self._storage = (open_storage(self._url) if self._url
                          else optuna.storages.InMemoryStorage())
         modes = self.mode if isinstance(self.mode, list) else [self.mode]
@@ -131,7 +142,6 @@ class FclOptunaSearch(Searcher):
             with warnings.catch_warnings():     # experimental since Optuna 3.2, stable since
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 self._study.set_metric_names(names)
-        self._trials: dict[str, int] = {}     # Tune trial id -> storage trial id (a cache)
 
     @property
     def study(self) -> optuna.Study:
@@ -209,7 +219,7 @@ class FclOptunaSearch(Searcher):
         try:
             yield
         except Exception as e:      # noqa: BLE001  (OSError, sqlalchemy's OperationalError)
-            if not says_disk_full(str(e)):
+            if not raised_on_full_disk(e):
                 raise
             if not stop_request.stops(stop_request.OPTUNA_FULL):
                 stop_request.request_stop(stop_request.OPTUNA_FULL, self._url or "")
