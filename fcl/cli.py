@@ -1,4 +1,5 @@
-"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain` (the table `COMMANDS`).
+"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain`, `fcl export` (the table
+`COMMANDS`).
 
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
@@ -249,6 +250,28 @@ def main_pretrain(args) -> int:
     return pretrain.main(args)
 
 
+def _add_export(p: argparse.ArgumentParser) -> None:
+    from fcl.tracker_export import TARGETS
+    p.add_argument("folders", nargs="+", metavar="FOLDER",
+                   help="a results folder (its nested study folders too) or a study folder")
+    p.add_argument("--to", required=True, choices=tuple(TARGETS),
+                   help="tensorboard: event files; mlflow: a tracking store; optuna: an Optuna "
+                        "storage for optuna-dashboard")
+    p.add_argument("--dest", required=True, metavar="DEST",
+                   help="tensorboard: a folder; mlflow: a tracking URI, or a path (an SQLite "
+                        "store there); optuna: a storage URL (sqlite:///x.db, journal://x)")
+
+
+def main_export(args) -> int:
+    from fcl.tracker_export import export
+    studies, runs, view = export(args.folders, args.to, args.dest)
+    for study in studies:
+        print(f"{study.name}: {len(study.trials)} trials")
+    count = f"{len(studies)} stud{'y' if len(studies) == 1 else 'ies'}"
+    print(f"wrote {runs} runs of {count} to {args.dest}; view them with: {view}")
+    return 0
+
+
 def help_preset(argv: list[str]) -> str | None:
     """The preset whose values `fcl run --help` shows as defaults: `--preset P` anywhere on the
     line, else `fcl run`'s own default (local); None (the bare config) for other commands or an
@@ -285,7 +308,10 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
                "no data"),
     "pretrain": (_add_pretrain, main_pretrain,
                  "train a backbone on a data set and save it for model.weights=PATH"),
+    "export": (_add_export, main_export, "stored studies into TensorBoard, MLflow or Optuna "
+               "(offline; every trial with its settings, summary and per-round history)"),
 }
+NO_KEYS = ("export",)          # commands that take no config keys: no key list in their help
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -298,7 +324,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name, (add_arguments, _, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=keys_epilog(shown if argv and argv[0] == name else None))
+                           epilog=None if name in NO_KEYS else
+                           keys_epilog(shown if argv and argv[0] == name else None))
         add_arguments(p)
     return parser
 

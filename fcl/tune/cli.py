@@ -15,7 +15,8 @@ from fcl.config import ConfigError, one_line
 from fcl.data.datasets import DataError
 from fcl.presets import STUDY_PRESETS
 from fcl.tune import termination
-from fcl.tune.run import resume_command, run_study
+from fcl.tune.resume_lines import resume_command
+from fcl.tune.run import run_study
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
 from fcl.tune.study import Study, StudyOptions
 from fcl.tune.trackers import TRACKERS

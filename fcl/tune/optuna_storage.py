@@ -13,9 +13,14 @@ import optuna
 
 from fcl.atomic_file import unwritable
 from fcl.config import ConfigError
+from fcl.tune.report import BYTES, METRIC
 
 FLAG = "--optuna-storage"
 JOURNAL = "journal://"
+OBJECTIVES = {"acc": ([METRIC], ["max"]), "pareto": ([METRIC, BYTES], ["max", "min"])}
+# What optuna-dashboard calls each objective (else "Objective 0"): the reported `bytes` is the
+# run's TCC (bytes up + down so far), trials.parquet's `tcc_bytes`.
+METRIC_NAMES = {METRIC: "acc", BYTES: "tcc_bytes"}
 RDB_SCHEMES = ("sqlite", "postgresql", "mysql")     # each also with a driver: postgresql+psycopg
 ALLOWED = ("sqlite:///PATH, postgresql://USER@HOST/DB, mysql://USER@HOST/DB (passwords in "
            "~/.pgpass or $PGPASSWORD, or ~/.my.cnf), or journal:///ABS/PATH/optuna.journal")
@@ -182,3 +187,21 @@ def reconcile(url: str, study_name: str, trials, metrics: list[str], owner: str 
             study.tell(t.number, state=optuna.trial.TrialState.FAIL)
         fixed += 1
     return fixed
+
+
+def study_folder(results: str, study: str) -> str:
+    """The driver's absolute path of a study's folder: the owner its Optuna trials name."""
+    return os.path.abspath(os.path.join(results, study))
+
+
+def reconciled_line(opts, study: str, trials) -> str | None:
+    """A search's Optuna trials that an earlier stop left RUNNING (their tell never reached the
+    storage: a kill, a full disk) set from the rows just exported, so optuna-dashboard and the
+    next draws see what happened (`reconcile`); the line saying so, or None. `opts`: the
+    study's `StudyOptions`."""
+    url = opts.optuna_storage or storage_url(opts.results)
+    metrics = [METRIC_NAMES.get(m, m) for m in OBJECTIVES[opts.objective][0]]
+    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics,
+                      owner=study_folder(opts.results, study))
+    return (f"set {fixed} Optuna trials that an earlier stop left RUNNING from the exported "
+            "rows") if fixed else None

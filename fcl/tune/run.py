@@ -13,7 +13,6 @@ Tune keeps its state under `--storage` (default `<results>/.tune/<study>`, `fcl.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -31,11 +30,11 @@ from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations
                       progress, state as states, stop_request, termination, waits)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
-from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command
-from fcl.tune.searchers import reconciled_line
+from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command, reconciled_line
 from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
+from fcl.tune.resume_lines import interrupted_line, rerun_lines, resume_command
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
 from fcl.tune.trial_models import export_models
 from fcl.tune.tuner import make_tuner
@@ -69,7 +68,8 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
         try:
             if plan.address is not None:
                 check_cluster(plan)
-            with waits.announced(storage_wait(study.name, opts), opts.wait_deadline,
+            with waits.announced(waits.storage_wait(study.name, states.storage_of(opts),
+                                                    opts.optuna_storage), opts.wait_deadline,
                                  "check that the storage answers, then run the same command "
                                  "again"):
                 state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
@@ -82,13 +82,6 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
     if not outcome.interrupted:          # an interrupted study ends in its one line
         print(f"elapsed {clock(outcome.wall_s)} in all", file=out)
     return outcome
-
-
-def storage_wait(name: str, opts: StudyOptions) -> str:
-    """What claiming the study's state waits for: its Tune storage, and a search's Optuna's."""
-    tune_state = f"Tune's state in {states.storage_of(opts).rstrip('/')}/{name}"
-    return (f"the study's storage to answer ({tune_state}"
-            + (f"; the Optuna storage {opts.optuna_storage})" if opts.optuna_storage else ")"))
 
 
 def check_cluster(plan: StudyPlan) -> None:
@@ -163,7 +156,9 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results, plan.opts.optuna_storage)}",
               file=out, flush=True)
-    with loop_start_announced(plan, state):
+    with waits.loop_start(plan.opts.resume and state.can_restore, state.path,
+                          plan.opts.wait_deadline, f"check its storages, then continue with: "
+                          f"{resume_command(plan.opts)}", cluster.is_client()):
         tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
         with progress.quiet_interrupt(), progress.sigterm_as_ctrl_c(), \
                 disk_full.watch(state.path), progress.filtered_ray_logs(export.OneLineFailures()):
@@ -176,21 +171,6 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     stop = ("SIGTERM" if stop_request.stops(stop_request.SIGTERM) else
             "SIGINT" if stop_request.stops() else "")
     return grid, stop
-
-
-def loop_start_announced(plan: StudyPlan, state: states.TuneState):
-    """The wait from the Tuner's making (a resume reads Tune's state, and Tune restores the
-    searcher from the Optuna storage) to Tune's first report, after which the progress line
-    speaks (`fcl.tune.waits`). Under Ray Client Tune's loop runs on the head, where the first
-    report cannot be seen, so there is no watch."""
-    if cluster.is_client():
-        return contextlib.nullcontext()
-    waits.LOOP_RUNNING.clear()
-    what = (f"Tune to restore the study from {state.path}" if plan.opts.resume
-            else "Tune to start the study's trials")
-    return waits.announced(what, plan.opts.wait_deadline,
-                           f"check its storages, then continue with: {resume_command(plan.opts)}",
-                           until=waits.LOOP_RUNNING)
 
 
 def check_all_ran(plan: StudyPlan, state: states.TuneState, grid, interrupted: str) -> None:
@@ -299,29 +279,3 @@ def chance_of(plan: StudyPlan) -> tuple[float, int] | None:
         return None
     ds = plan.datasets.get(dataset_key(plan.cfg))
     return None if ds is None else chance_accuracy(ds, plan.cfg.data)
-
-
-def resume_command(opts: StudyOptions, *extra: str) -> str:
-    """The user's command with --resume (and `extra` flags) added where missing."""
-    words = [w for w in (opts.command or "the same command").split() if w != "--fresh"]
-    return " ".join(words + [f for f in ("--resume", *extra) if f not in words])
-
-
-def rerun_lines(opts: StudyOptions, failed: int, unfinished: int) -> list[str]:
-    """What a rerun would do, truthfully: --resume continues the unfinished trials only; the
-    failed ones rerun with --retry-errored."""
-    out = []
-    if unfinished:
-        out.append(f"{unfinished} trials did not finish; continue them with: "
-                   f"{resume_command(opts)}")
-    if failed:
-        out.append(f"{failed} trials failed; --resume leaves them failed, rerun them with: "
-                   f"{resume_command(opts, '--retry-errored')}")
-    return out
-
-
-def interrupted_line(outcome: StudyOutcome, opts: StudyOptions) -> str:
-    resume = resume_command(opts)
-    how = "terminated (SIGTERM)" if outcome.terminated else "interrupted"
-    return (f"{how}: {outcome.finished} of {outcome.trials} trials finished "
-            f"({outcome.unfinished} to go); continue with: {resume}")

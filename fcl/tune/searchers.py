@@ -38,15 +38,12 @@ from ray.tune.search.sample import Domain
 from fcl.config import ConfigError
 from fcl.tune import stop_request
 from fcl.tune.disk_full import raised_on_full_disk
-from fcl.tune.optuna_storage import (FLAG, JOURNAL, open_storage, optuna_study_name,
-                                     reconcile, repair_journal, storage_url)
+from fcl.tune.optuna_storage import (FLAG, JOURNAL, METRIC_NAMES, OBJECTIVES, open_storage,
+                                     optuna_study_name, repair_journal, storage_url,
+                                     study_folder)
 from fcl.tune.space import Given, Space, is_grid
-from fcl.tune.report import BYTES, METRIC, TrialReport
+from fcl.tune.report import TrialReport
 
-OBJECTIVES = {"acc": ([METRIC], ["max"]), "pareto": ([METRIC, BYTES], ["max", "min"])}
-# What optuna-dashboard calls each objective (else "Objective 0"): the reported `bytes` is the
-# run's TCC (bytes up + down so far), trials.parquet's `tcc_bytes`.
-METRIC_NAMES = {METRIC: "acc", BYTES: "tcc_bytes"}
 TRIAL_NUMBER = "optuna_trial"   # key the searcher adds to each trial's config
 TUNE_TRIAL_ID = "tune_trial_id"  # user attr of each Optuna trial: the Tune trial it was asked for
 FCL_STUDY = "fcl_study"          # user attr: the study folder whose driver asked it
@@ -270,11 +267,6 @@ class FclOptunaSearch(Searcher):
         return self._storage.get_trial(self._trials[trial_id])
 
 
-def study_folder(results: str, study: str) -> str:
-    """The driver's absolute path of a study's folder: the owner its Optuna trials name."""
-    return os.path.abspath(os.path.join(results, study))
-
-
 def optuna_searcher(study: str, objective: str, results: str, seed: int,
                     max_concurrent: int | None, space: Space, storage: str | None = None):
     """The study's searcher on `storage` (a URL `parse_storage` returned; default SQLite in
@@ -292,16 +284,3 @@ def optuna_searcher(study: str, objective: str, results: str, seed: int,
     # As many draws at once as the cluster runs (`max_concurrent`: its slots, or the user's
     # cap): TPE's constant liar (`FclOptunaSearch`) keeps concurrent draws apart.
     return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 1)
-
-
-def reconciled_line(opts, study: str, trials) -> str | None:
-    """A search's Optuna trials that an earlier stop left RUNNING (their tell never reached the
-    storage: a kill, a full disk) set from the rows just exported, so optuna-dashboard and the
-    next draws see what happened (`fcl.tune.optuna_storage.reconcile`); the line saying so,
-    or None. `opts`: the study's `StudyOptions`."""
-    url = opts.optuna_storage or storage_url(opts.results)
-    metrics = [METRIC_NAMES.get(m, m) for m in OBJECTIVES[opts.objective][0]]
-    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics,
-                      owner=study_folder(opts.results, study))
-    return (f"set {fixed} Optuna trials that an earlier stop left RUNNING from the exported "
-            "rows") if fixed else None

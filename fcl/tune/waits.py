@@ -60,3 +60,22 @@ def announced(what: str, deadline_s: float, then: str,
         yield
     finally:
         stop.set()
+
+
+def storage_wait(name: str, storage: str, optuna_url: str | None) -> str:
+    """What claiming a study's state waits for: its Tune storage, and a search's Optuna's."""
+    tune_state = f"Tune's state in {storage.rstrip('/')}/{name}"
+    return (f"the study's storage to answer ({tune_state}"
+            + (f"; the Optuna storage {optuna_url})" if optuna_url else ")"))
+
+
+def loop_start(resume: bool, path: str, deadline_s: float, then: str, client: bool):
+    """The wait from the Tuner's making (a resume reads Tune's state at `path`, and Tune
+    restores the searcher from the Optuna storage) to Tune's first report, after which the
+    progress line speaks. Under Ray Client (`client`) Tune's loop runs on the head, where its
+    first report cannot be seen, so there is no watch."""
+    if client:
+        return contextlib.nullcontext()
+    LOOP_RUNNING.clear()
+    what = f"Tune to restore the study from {path}" if resume else "Tune to start the study's trials"
+    return announced(what, deadline_s, then, until=LOOP_RUNNING)
