@@ -1,5 +1,5 @@
-"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain`, `fcl export` (the table
-`COMMANDS`).
+"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain`, `fcl ls`, `fcl export`
+(the table `COMMANDS`).
 
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -272,6 +273,24 @@ def main_export(args) -> int:
     return 0
 
 
+def _add_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folders", nargs="*", metavar="FOLDER",
+                   help="results folders or study folders (default: every results* folder "
+                        "here); nested study folders are listed too")
+
+
+def main_ls(args) -> int:
+    from fcl.study_folders import list_studies, results_folders, table
+    folders = args.folders or results_folders()
+    missing = [f for f in folders if not os.path.isdir(f)]
+    if missing:
+        raise ConfigError("FOLDER", missing[0], "no such folder", "a results folder or a study "
+                          "folder")
+    rows = list_studies(folders)
+    print(table(rows) if rows else f"no stored study in {', '.join(folders) or 'this folder'}")
+    return 0 if all(r.status == "whole" for r in rows) else 1
+
+
 def help_preset(argv: list[str]) -> str | None:
     """The preset whose values `fcl run --help` shows as defaults: `--preset P` anywhere on the
     line, else `fcl run`'s own default (local); None (the bare config) for other commands or an
@@ -308,10 +327,12 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
                "no data"),
     "pretrain": (_add_pretrain, main_pretrain,
                  "train a backbone on a data set and save it for model.weights=PATH"),
+    "ls": (_add_ls, main_ls, "the stored studies, nested ones too: date, commit, trials, "
+           "seeds, and whether each is whole (its files match study.json)"),
     "export": (_add_export, main_export, "stored studies into TensorBoard, MLflow or Optuna "
                "(offline; every trial with its settings, summary and per-round history)"),
 }
-NO_KEYS = ("export",)          # commands that take no config keys: no key list in their help
+NO_KEYS = ("export", "ls")          # commands that take no config keys: no key list in their help
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -8,10 +8,10 @@ exporting again replaces what the last export wrote there."""
 from __future__ import annotations
 
 import importlib
-import os
 
 from fcl.config import ConfigError
-from fcl.tracker_export.stored import StoredStudy, find_studies, read_study
+from fcl.study_folders import named_studies
+from fcl.tracker_export.stored import StoredStudy, read_study
 
 # tracker -> (the module that writes it, the package it needs, the fcl extra that has it,
 #             how to view DEST)
@@ -39,14 +39,11 @@ def stored_studies(folders: list[str]) -> list[StoredStudy]:
     """Every study at or below `folders`, read; a folder with none is one error line."""
     studies = []
     for folder in folders:
-        paths = find_studies(folder)
-        if not paths:
+        named = named_studies(folder)
+        if not named:
             raise ConfigError("FOLDER", folder, "holds no stored study (no study.json at or "
                               "below it)", "a results folder or a study folder")
-        # named from the results folder down: a study folder given alone keeps its parent's name
-        top = os.path.abspath(folder)
-        parent = os.path.dirname(os.path.dirname(top) if paths == [folder] else top)
-        studies += [read_study(p, os.path.relpath(p, parent)) for p in paths]
+        studies += [read_study(path, name) for path, name in named]
     return studies
 
 

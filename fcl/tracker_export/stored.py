@@ -35,17 +35,6 @@ class StoredStudy:
     trials: list[StoredTrial]
 
 
-def find_studies(folder: str) -> list[str]:
-    """The study folders at or below `folder` (hidden folders, Tune's state among them,
-    skipped), sorted."""
-    found = []
-    for here, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        if MANIFEST_FILE in files:
-            found.append(here)
-    return found
-
-
 def finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
         and math.isfinite(value)
