@@ -50,6 +50,9 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no per-round progress lines")
     p.add_argument("--save-model", metavar="DIR", help="write the trained model to DIR "
                    "(model.pt + model.json; load with fcl.load_model(DIR): fcl/saved_model.py)")
+    p.add_argument("--export-to", metavar="TRACKER=DEST", action="append", default=[],
+                   help="with --out: the run into a tracker too, as `fcl export` writes it "
+                        "(tensorboard=FOLDER, mlflow=URI or PATH, optuna=URL); repeatable")
 
 
 def clock(seconds: float) -> str:
@@ -106,6 +109,8 @@ def main_run(args) -> int:
                 print(f"wrote {path}", file=stream)
         except OSError as e:        # checked writable before the run: the disk filled since
             failed = write_failed("--out", args.out, e)
+        if failed is None:
+            export_run(args.out, args.export_to, stream)
     if args.save_model is not None and failed is None:
         try:
             for path in save_model(args.save_model, cfg, model, data, s):
@@ -125,12 +130,37 @@ def main_run(args) -> int:
     return 0
 
 
+def export_targets(specs: list[str], out: str | None) -> list[tuple[str, str]]:
+    """`--export-to TRACKER=DEST` values checked (a known tracker whose package is there, and
+    `--out`, which the export reads) before the run trains."""
+    from fcl.tracker_export import TARGETS, check_target
+    targets = []
+    for spec in specs:
+        to, sep, dest = spec.partition("=")
+        if not sep or not dest or to not in TARGETS:
+            raise ConfigError("--export-to", spec, "not TRACKER=DEST",
+                              f"TRACKER one of {', '.join(TARGETS)}")
+        check_target(to)
+        targets.append((to, dest))
+    if targets and out is None:
+        raise ConfigError("--export-to", specs[0], "exports what --out writes", "with --out DIR")
+    return targets
+
+
+def export_run(out: str, targets: list[tuple[str, str]], stream) -> None:
+    from fcl.tracker_export import export
+    for to, dest in targets:
+        _, runs, view = export([out], to, dest)
+        print(f"exported the run to {to} at {dest}; view it with: {view}", file=stream)
+
+
 def check_run_outputs(args, cfg) -> None:
     """What `fcl run` will write, checked before it trains: the device, `--out` and
     `--save-model` writable with room, and a saved model never replaced unasked."""
     from fcl.communication import params_report
     from fcl.saved_model import holds_model
     check_device(cfg)
+    args.export_to = export_targets(args.export_to, args.out)
     if args.out is not None:
         check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
     if args.save_model is None:

@@ -128,3 +128,20 @@ def test_bad_input_is_one_line(tmp_path):
                              timeout=300)
     assert unknown.returncode == 2 and "invalid choice: 'aim'" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_exports_itself_after_it_writes_its_files(tmp_path):
+    mlflow = pytest.importorskip("mlflow")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FCL_OFFLINE": "1"}
+    db = tmp_path / "mlflow.db"
+    done = subprocess.run([sys.executable, "-m", "fcl", "run", "--preset", "smoke", "--quiet",
+                           "--set", "rounds=5", "--out", str(tmp_path / "runs" / "first"),
+                           "--export-to", f"mlflow={db}"], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"exported the run to mlflow at {db}" in done.stdout
+    trials = pd.read_parquet(tmp_path / "runs" / "first" / "trials.parquet")
+    client = mlflow.tracking.MlflowClient(tracking_uri=f"sqlite:///{db}")
+    exp = client.get_experiment_by_name("runs/first")
+    [run] = client.search_runs([exp.experiment_id])
+    assert run.data.metrics["summary.acc"] == pytest.approx(trials["acc"][0])
