@@ -153,10 +153,19 @@ def add_search_args(p: argparse.ArgumentParser, searcher: str | None) -> None:
                             "started on (default: sqlite:///RESULTS/optuna.db, one driver)")
 
 
-def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
-    """Parse the shared flags and run `study`. Returns the exit code."""
+def run_study_cli(study: Study, argv: list[str] | None = None, script: bool = False) -> int:
+    """Parse the shared flags and run `study`. Returns the exit code. `script`: the process
+    ends after it (`main`), so the SIGTERM handler stays for its last instants."""
     args = build_parser(study).parse_args(argv)
-    termination.install()
+    previous = termination.install()
+    try:
+        return run_parsed(study, args, argv)
+    finally:
+        if not script:
+            termination.uninstall(previous)
+
+
+def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None) -> int:
     opts = None
     try:
         if args.resume and args.fresh:
@@ -202,7 +211,7 @@ def main(study: Study) -> None:
     interpreter's teardown of torch's and Ray's modules (about 2 s) is a window in which a
     SIGTERM could be answered by no handler (Python resets them while it finalizes), killing a
     driver whose study is whole without a word."""
-    code = run_study_cli(study)
+    code = run_study_cli(study, script=True)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -4,7 +4,8 @@ the export (`deferred_sigterm`): before Ray is up Python's default would end the
 a word, once Ray is up its own handler exits 15, and after the export the driver would die
 during its teardown with the study whole and nothing said.
 
-`install` sets the handler for the script's whole run (`fcl.tune.cli`); `ray.init` replaces it,
+`install` sets the handler for the script's run (`fcl.tune.cli`; a study script keeps it until
+the process ends, a caller of `run_study_cli` gets its own back); `ray.init` replaces it,
 so the driver calls `reinstall` after joining Ray. Outside the loop and the export the handler
 raises `Terminated`, which the CLI turns into its line; once the study is exported
 (`exported`), it says so and ends the process at once (`os._exit`: the interpreter's teardown,
@@ -38,12 +39,23 @@ def _on_sigterm(signum, frame) -> None:
     raise Terminated()
 
 
-def install() -> None:
-    """The handler for the rest of the process (main thread only: elsewhere none can be set)."""
+def install():
+    """The handler, until `uninstall` (main thread only: elsewhere none can be set). Returns
+    the handler it replaced."""
     global _installed, _exported
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        _installed, _exported = True, False
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    _installed, _exported = True, False
+    return previous
+
+
+def uninstall(previous) -> None:
+    """The handler `install` replaced, back (a study run from Python leaves none behind)."""
+    global _installed
+    if _installed and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        _installed = False
 
 
 def reinstall() -> None:
