@@ -1,5 +1,6 @@
 """Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain`, `fcl ls`, `fcl export`
-(the table `COMMANDS`).
+(the table `COMMANDS`), and the analysis's commands (`ANALYSIS`: `fcl claims` is `python -m
+analysis claims`).
 
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
@@ -378,6 +379,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                            epilog=None if name in NO_KEYS else
                            keys_epilog(shown if argv and argv[0] == name else None))
         add_arguments(p)
+    for name, help_ in ANALYSIS.items():       # listed in --help; `main` runs them first
+        sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
@@ -419,11 +422,29 @@ class QuietParser(argparse.ArgumentParser):
         raise QuietParser.Refused(message)
 
 
+# `fcl NAME ...` is `python -m analysis NAME ...` (the analysis package installs with fcl)
+ANALYSIS = {"figures": "the papers' figures and tables from stored studies",
+            "claims": "each paper claim judged on the stored studies (--out .md or .csv)",
+            "dashboard": "one offline HTML page comparing the stored studies' settings",
+            "paired": "same-seed paired differences of a study's settings from a reference",
+            "provenance": "every commit a stored study or table cites, checked against git",
+            "seeds-simulation": "the seed rule replayed on the stored 10-seed studies"}
+
+
+def analysis_command(argv: list[str]) -> int:
+    import importlib
+
+    from analysis.__main__ import COMMANDS as MODULES
+    return importlib.import_module(MODULES[argv[0]]).main(argv[1:], prog=f"fcl {argv[0]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if asks_version(argv):          # no parser: building it imports torch (~2 s)
         print(f"fcl {__version__}")
         return 0
+    if argv and argv[0] in ANALYSIS:     # its own parser, flags and --help
+        return analysis_command(argv)
     try:
         check_config_early(argv)
     except ConfigError as e:
