@@ -38,7 +38,7 @@ from analysis.figures.files import markdown_table
 from analysis.output_paths import first_path_problem
 from analysis.study_tables import MissingStudy, SchemaError, load_study
 from fcl.cli_args import EXIT_USAGE
-from fcl.sequential import OPEN, SPENDING, SeedRule, judge
+from fcl.sequential import BOUNDARIES, FUTILE, OPEN, SPENDING, SeedRule, judge
 
 
 @dataclass(frozen=True)
@@ -98,15 +98,21 @@ def fixed_verdicts(replay: Replay, seeds: list[int]) -> list[str]:
 
 
 def run_rule(comparisons: list[dict[int, float]], order: list[int], looks: tuple[int, ...],
-             levels: tuple[float, ...]) -> tuple[list[str], list[int]]:
-    """Each comparison's verdict and the seeds (a count, along `order`) at which it stopped."""
+             levels: tuple[float, ...], rule: SeedRule | None = None
+             ) -> tuple[list[str], list[int]]:
+    """Each comparison's verdict and the seeds (a count, along `order`) at which it stopped;
+    with `rule`, its own verdicts (futility among them) at its looks instead of `levels`."""
     verdicts, stopped = [OPEN] * len(comparisons), [looks[-1]] * len(comparisons)
-    for n, level in zip(looks, levels):
+    running = [True] * len(comparisons)
+    for k, (n, level) in enumerate(zip(looks, levels)):
         for i, diffs in enumerate(comparisons):
-            if verdicts[i] == OPEN:
-                verdicts[i] = judge([diffs[s] for s in order[:n]], level)[0]
-                if verdicts[i] != OPEN:
-                    stopped[i] = n
+            if not running[i]:
+                continue
+            pairs = [diffs[s] for s in order[:n]]
+            v = rule.verdict(pairs, k) if rule is not None else judge(pairs, level)[0]
+            if v != OPEN:
+                running[i], stopped[i] = False, n
+                verdicts[i] = OPEN if v == FUTILE else v
     return verdicts, stopped
 
 
@@ -136,7 +142,7 @@ def simulate(replay: Replay, rule: SeedRule, draws: int, seed: int,
     for _ in range(draws):
         order = rng.sample(seeds, len(seeds))[:rule.most]
         diffs = [c.diffs for c in replay.comparisons]
-        verdicts, stopped = run_rule(diffs, order, rule.looks, rule.levels)
+        verdicts, stopped = run_rule(diffs, order, rule.looks, rule.levels, rule)
         same = [v == f for v, f in zip(verdicts, fixed)]
         agree_draws += all(same)
         agree_comps += sum(same)
@@ -151,7 +157,8 @@ def simulate(replay: Replay, rule: SeedRule, draws: int, seed: int,
         for d in diffs:
             mean = sum(d[s] for s in order) / len(order)
             null.append({s: (d[s] - mean) * rng.choice((-1, 1)) for s in order})
-        false_rule += sum(v != OPEN for v in run_rule(null, order, rule.looks, rule.levels)[0])
+        false_rule += sum(v != OPEN for v in run_rule(null, order, rule.looks, rule.levels,
+                                                      rule)[0])
         false_naive += sum(v != OPEN for v in run_rule(null, order, rule.looks, naive)[0])
         nulls += len(null)
     n = len(replay.comparisons)
@@ -209,11 +216,18 @@ def main(argv: list[str] | None = None,
     p.add_argument("--step", type=int, default=2)
     p.add_argument("--most", type=int, default=10)
     p.add_argument("--spending", choices=SPENDING, default="obrien_fleming")
+    p.add_argument("--boundary", choices=BOUNDARIES, default="simulated",
+                   help="each look's level: from the looks' simulated joint null distribution, "
+                        "or the spent alpha itself (union bound)")
+    p.add_argument("--futility", type=float, default=0.5,
+                   help="stop an open comparison whose mean is under this share of the "
+                        "half-width it would have at the most seeds (0: never; default 0.5)")
     p.add_argument("--seed", type=int, default=0, help="of the draws")
     args = p.parse_args(argv)
     problem = first_path_problem(args.results, "--results")
     try:
-        rule = SeedRule(args.most, args.first, args.step, 0.05, args.spending)
+        rule = SeedRule(args.most, args.first, args.step, 0.05, args.spending, args.boundary,
+                        args.futility)
     except ValueError as bad:
         problem = problem or f"--{bad}"
     if args.draws < 1:

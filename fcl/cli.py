@@ -1,4 +1,6 @@
-"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain` (the table `COMMANDS`).
+"""Command line: `fcl run`, `fcl bench`, `fcl params`, `fcl pretrain`, `fcl ls`, `fcl export`
+(the table `COMMANDS`), and the analysis's commands (`ANALYSIS`: `fcl claims` is `python -m
+analysis claims`).
 
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -48,6 +51,9 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no per-round progress lines")
     p.add_argument("--save-model", metavar="DIR", help="write the trained model to DIR "
                    "(model.pt + model.json; load with fcl.load_model(DIR): fcl/saved_model.py)")
+    p.add_argument("--export-to", metavar="TRACKER=DEST", action="append", default=[],
+                   help="with --out: the run into a tracker too, as `fcl export` writes it "
+                        "(tensorboard=FOLDER, mlflow=URI or PATH, optuna=URL); repeatable")
 
 
 def clock(seconds: float) -> str:
@@ -104,6 +110,8 @@ def main_run(args) -> int:
                 print(f"wrote {path}", file=stream)
         except OSError as e:        # checked writable before the run: the disk filled since
             failed = write_failed("--out", args.out, e)
+        if failed is None:
+            export_run(args.out, args.export_to, stream)
     if args.save_model is not None and failed is None:
         try:
             for path in save_model(args.save_model, cfg, model, data, s):
@@ -123,12 +131,37 @@ def main_run(args) -> int:
     return 0
 
 
+def export_targets(specs: list[str], out: str | None) -> list[tuple[str, str]]:
+    """`--export-to TRACKER=DEST` values checked (a known tracker whose package is there, and
+    `--out`, which the export reads) before the run trains."""
+    from fcl.tracker_export import TARGETS, check_target
+    targets = []
+    for spec in specs:
+        to, sep, dest = spec.partition("=")
+        if not sep or not dest or to not in TARGETS:
+            raise ConfigError("--export-to", spec, "not TRACKER=DEST",
+                              f"TRACKER one of {', '.join(TARGETS)}")
+        check_target(to)
+        targets.append((to, dest))
+    if targets and out is None:
+        raise ConfigError("--export-to", specs[0], "exports what --out writes", "with --out DIR")
+    return targets
+
+
+def export_run(out: str, targets: list[tuple[str, str]], stream) -> None:
+    from fcl.tracker_export import export
+    for to, dest in targets:
+        _, runs, view = export([out], to, dest)
+        print(f"exported the run to {to} at {dest}; view it with: {view}", file=stream)
+
+
 def check_run_outputs(args, cfg) -> None:
     """What `fcl run` will write, checked before it trains: the device, `--out` and
     `--save-model` writable with room, and a saved model never replaced unasked."""
     from fcl.communication import params_report
     from fcl.saved_model import holds_model
     check_device(cfg)
+    args.export_to = export_targets(args.export_to, args.out)
     if args.out is not None:
         check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
     if args.save_model is None:
@@ -249,6 +282,46 @@ def main_pretrain(args) -> int:
     return pretrain.main(args)
 
 
+def _add_export(p: argparse.ArgumentParser) -> None:
+    from fcl.tracker_export import TARGETS
+    p.add_argument("folders", nargs="+", metavar="FOLDER",
+                   help="a results folder (its nested study folders too) or a study folder")
+    p.add_argument("--to", required=True, choices=tuple(TARGETS),
+                   help="tensorboard: event files; mlflow: a tracking store; optuna: an Optuna "
+                        "storage for optuna-dashboard")
+    p.add_argument("--dest", required=True, metavar="DEST",
+                   help="tensorboard: a folder; mlflow: a tracking URI, or a path (an SQLite "
+                        "store there); optuna: a storage URL (sqlite:///x.db, journal://x)")
+
+
+def main_export(args) -> int:
+    from fcl.tracker_export import export
+    studies, runs, view = export(args.folders, args.to, args.dest)
+    for study in studies:
+        print(f"{study.name}: {len(study.trials)} trials")
+    count = f"{len(studies)} stud{'y' if len(studies) == 1 else 'ies'}"
+    print(f"wrote {runs} runs of {count} to {args.dest}; view them with: {view}")
+    return 0
+
+
+def _add_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folders", nargs="*", metavar="FOLDER",
+                   help="results folders or study folders (default: every results* folder "
+                        "here); nested study folders are listed too")
+
+
+def main_ls(args) -> int:
+    from fcl.study_folders import list_studies, results_folders, table
+    folders = args.folders or results_folders()
+    missing = [f for f in folders if not os.path.isdir(f)]
+    if missing:
+        raise ConfigError("FOLDER", missing[0], "no such folder", "a results folder or a study "
+                          "folder")
+    rows = list_studies(folders)
+    print(table(rows) if rows else f"no stored study in {', '.join(folders) or 'this folder'}")
+    return 0 if all(r.status == "whole" for r in rows) else 1
+
+
 def help_preset(argv: list[str]) -> str | None:
     """The preset whose values `fcl run --help` shows as defaults: `--preset P` anywhere on the
     line, else `fcl run`'s own default (local); None (the bare config) for other commands or an
@@ -285,7 +358,12 @@ COMMANDS: dict[str, tuple[Callable, Callable, str]] = {
                "no data"),
     "pretrain": (_add_pretrain, main_pretrain,
                  "train a backbone on a data set and save it for model.weights=PATH"),
+    "ls": (_add_ls, main_ls, "the stored studies, nested ones too: date, commit, trials, "
+           "seeds, and whether each is whole (its files match study.json)"),
+    "export": (_add_export, main_export, "stored studies into TensorBoard, MLflow or Optuna "
+               "(offline; every trial with its settings, summary and per-round history)"),
 }
+NO_KEYS = ("export", "ls")          # commands that take no config keys: no key list in their help
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -298,8 +376,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name, (add_arguments, _, help_) in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=keys_epilog(shown if argv and argv[0] == name else None))
+                           epilog=None if name in NO_KEYS else
+                           keys_epilog(shown if argv and argv[0] == name else None))
         add_arguments(p)
+    for name, help_ in ANALYSIS.items():       # listed in --help; `main` runs them first
+        sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
@@ -341,11 +422,29 @@ class QuietParser(argparse.ArgumentParser):
         raise QuietParser.Refused(message)
 
 
+# `fcl NAME ...` is `python -m analysis NAME ...` (the analysis package installs with fcl)
+ANALYSIS = {"figures": "the papers' figures and tables from stored studies",
+            "claims": "each paper claim judged on the stored studies (--out .md or .csv)",
+            "dashboard": "one offline HTML page comparing the stored studies' settings",
+            "paired": "same-seed paired differences of a study's settings from a reference",
+            "provenance": "every commit a stored study or table cites, checked against git",
+            "seeds-simulation": "the seed rule replayed on the stored 10-seed studies"}
+
+
+def analysis_command(argv: list[str]) -> int:
+    import importlib
+
+    from analysis.__main__ import COMMANDS as MODULES
+    return importlib.import_module(MODULES[argv[0]]).main(argv[1:], prog=f"fcl {argv[0]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if asks_version(argv):          # no parser: building it imports torch (~2 s)
         print(f"fcl {__version__}")
         return 0
+    if argv and argv[0] in ANALYSIS:     # its own parser, flags and --help
+        return analysis_command(argv)
     try:
         check_config_early(argv)
     except ConfigError as e:

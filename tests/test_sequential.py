@@ -8,7 +8,8 @@ import pytest
 
 from analysis.seeds_simulation import Replay, Stored, run_rule, simulate
 from fcl.intervals import t975
-from fcl.sequential import ABOVE, BELOW, OPEN, SPENDING, SeedRule, judge, spent, t_quantile
+from fcl.sequential import (ABOVE, BELOW, FUTILE, OPEN, SPENDING, SeedRule, judge, spent,
+                            t_quantile)
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 9, 20, 30])
@@ -25,12 +26,26 @@ def test_t_quantiles_far_in_the_tail():
 
 @pytest.mark.parametrize("spending", SPENDING)
 def test_the_looks_spend_exactly_alpha_in_positive_shares(spending):
-    rule = SeedRule(most=10, first=3, step=2, spending=spending)
+    rule = SeedRule(most=10, first=3, step=2, spending=spending, boundary="union")
     assert rule.looks == (3, 5, 7, 9, 10)
-    assert all(a > 0 for a in rule.levels)
+    assert all(a > 0 for a in rule.levels) and rule.levels == rule.spent_by_look
     assert sum(rule.levels) == pytest.approx(0.05, abs=1e-12)
     assert spent(0.0, 0.05, spending) == 0.0 and spent(1.0, 0.05, spending) == \
         pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("spending", SPENDING)
+def test_simulated_boundaries_spend_no_alpha_twice(spending):
+    """Where looks overlap, the simulated level of a later look is above the alpha it
+    spends (the union bound's level); the first look, alone, is the same; seeded, the same
+    levels every time."""
+    union = SeedRule(spending=spending, boundary="union").levels
+    simulated = SeedRule(spending=spending).levels
+    assert simulated[0] == pytest.approx(union[0], rel=0.1)
+    assert all(s > u for s, u in zip(simulated[1:], union[1:]))
+    from fcl.sequential import simulated_levels
+    assert simulated_levels.__wrapped__((3, 5, 7, 9, 10), SeedRule(spending=spending)
+                                        .spent_by_look) == simulated
 
 
 def test_obrien_fleming_keeps_alpha_for_late_looks_and_pocock_spends_early():
@@ -40,7 +55,8 @@ def test_obrien_fleming_keeps_alpha_for_late_looks_and_pocock_spends_early():
 
 
 @pytest.mark.parametrize("bad", [dict(first=1), dict(first=11), dict(step=0), dict(alpha=1.0),
-                                 dict(spending="linear")])
+                                 dict(spending="linear"), dict(boundary="exact"),
+                                 dict(futility=1.0)])
 def test_a_bad_rule_is_refused_naming_the_value(bad):
     with pytest.raises(ValueError) as e:
         SeedRule(**bad)
@@ -86,21 +102,40 @@ def test_replay_spends_less_on_a_resolved_comparison_and_agrees_with_fixed_seeds
     assert row["share compared"] == pytest.approx(0.3)
 
 
-def test_under_no_true_difference_the_rule_resolves_at_most_alpha_and_naive_peeking_more():
-    """Normal differences with mean 0: the rule's false resolutions stay near or under 5%
-    (the union bound), a 95% interval at every look resolves more."""
+@pytest.mark.parametrize("boundary", ["simulated", "union"])
+def test_under_no_true_difference_the_rule_resolves_at_most_alpha_and_naive_peeking_more(
+        boundary):
+    """Normal differences with mean 0 (new draws, not the simulation's): the rule's false
+    resolutions stay under 5% (the simulated boundary near it, the union bound below), a 95%
+    interval at every look resolves more."""
     rng = random.Random(7)
-    rule = SeedRule(most=10, first=3, step=1, spending="pocock")
+    rule = SeedRule(most=10, first=3, step=1, spending="pocock", boundary=boundary)
     naive = (0.05,) * len(rule.looks)
     false_rule = false_naive = 0
-    trials = 2000
+    trials = 4000
     for _ in range(trials):
         d = {s: rng.gauss(0, 1) for s in range(10)}
         order = list(range(10))
         false_rule += run_rule([d], order, rule.looks, rule.levels)[0][0] != OPEN
         false_naive += run_rule([d], order, rule.looks, naive)[0][0] != OPEN
-    assert false_rule / trials <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / trials)
+    sigma = math.sqrt(0.05 * 0.95 / trials)
+    assert false_rule / trials <= 0.05 + 3 * sigma
+    if boundary == "simulated":
+        assert false_rule / trials >= 0.05 - 3 * sigma
     assert false_naive / trials > 0.09
+
+
+def test_futility_stops_a_comparison_far_from_resolving_and_never_resolves_one():
+    rule = SeedRule(most=10, first=3, step=2, futility=0.5)
+    tie = [0.1, -0.2, 0.15]                    # a mean near 0 with this spread: hopeless
+    assert rule.verdict(tie, 0) == FUTILE
+    assert SeedRule(futility=0.0).verdict(tie, 0) == OPEN
+    assert rule.verdict(tie, len(rule.looks) - 1) == OPEN     # the last look: just open
+    close = [1.0, 0.2, 1.6]                    # not resolved at 3, could be at 10
+    assert judge(close, rule.levels[0])[0] == OPEN and rule.verdict(close, 0) == OPEN
+    verdicts, stopped = run_rule([dict(enumerate(tie * 4))], list(range(10)), rule.looks,
+                                 rule.levels, rule)
+    assert verdicts == [OPEN] and stopped == [3]
 
 
 def test_the_command_replays_the_stored_studies_and_refuses_a_bad_rule(capsys, monkeypatch):

@@ -398,6 +398,22 @@ def test_dry_run_prices_what_a_search_samples(capsys):
     assert "\n20 trials x 3 seeds each; 40,500 training samples" in capsys.readouterr().out
 
 
+def test_dry_run_minutes_come_from_a_rate_measured_on_this_machine(capsys, monkeypatch):
+    """The minutes are the samples at the rate `fcl.bench.step_rate` measures for the base
+    config (here replaced by 500 samples/s) plus Ray's start of each trial, over the trials
+    that run at once; a real measurement of the smoke model is positive."""
+    import fcl.bench
+    from fcl.tune.cost import RUN_FIXED_S
+    assert fcl.bench.step_rate(fcl.configure("smoke"), (3, 32, 32), [2] * 5, 1, 0.2) > 0
+    monkeypatch.setattr(fcl.bench, "step_rate", lambda cfg, shape, classes, threads: 500.0)
+    assert run_study_cli(load_study("search"), ["--preset", "smoke", "--dry-run",
+                                                "--max-concurrent", "2"]) == 0
+    out = capsys.readouterr().out
+    minutes = (13_500 / 500 + 20 * RUN_FIXED_S) / 2 / 60
+    assert f"; about {minutes:.1f} min (at most " in out
+    assert "at 500 training samples/s per trial (measured now: SGD steps" in out
+
+
 def test_fcl_run_help_shows_the_presets_values_as_defaults():
     def help_of(*argv):
         out = subprocess.run([sys.executable, "-m", "fcl", "run", "--help", *argv],

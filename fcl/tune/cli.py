@@ -5,6 +5,8 @@ Bad flags, keys, values or spaces print one line `error: ...` and exit 2 before 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import shlex
 import sys
 
@@ -12,6 +14,8 @@ from fcl.cli_args import EXIT_USAGE, OneLineParser, parse_sets
 from fcl.config import ConfigError, one_line
 from fcl.data.datasets import DataError
 from fcl.presets import STUDY_PRESETS
+from fcl.tune import termination
+from fcl.tune.resume_lines import resume_command
 from fcl.tune.run import run_study
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
 from fcl.tune.study import Study, StudyOptions
@@ -119,6 +123,10 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
                    help="print Tune's trial table every 30 s instead of one progress line")
     p.add_argument("--dry-run", action="store_true",
                    help="print the trial table and the expected cost; run nothing")
+    p.add_argument("--wait-deadline", type=positive(float), default=600.0, metavar="SECONDS",
+                   help="give up, in one line, on a storage that does not answer (an Optuna "
+                        "database, Tune's state on a network disk) after this long; a line "
+                        "says what the driver waits for every 30 s before (default: 600)")
     add_search_args(p, searcher)
     return p
 
@@ -145,9 +153,20 @@ def add_search_args(p: argparse.ArgumentParser, searcher: str | None) -> None:
                             "started on (default: sqlite:///RESULTS/optuna.db, one driver)")
 
 
-def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
-    """Parse the shared flags and run `study`. Returns the exit code."""
+def run_study_cli(study: Study, argv: list[str] | None = None, script: bool = False) -> int:
+    """Parse the shared flags and run `study`. Returns the exit code. `script`: the process
+    ends after it (`main`), so the SIGTERM handler stays for its last instants."""
     args = build_parser(study).parse_args(argv)
+    previous = termination.install()
+    try:
+        return run_parsed(study, args, argv)
+    finally:
+        if not script:
+            termination.uninstall(previous)
+
+
+def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None) -> int:
+    opts = None
     try:
         if args.resume and args.fresh:
             raise ConfigError("--fresh", "on", "contradicts --resume", "one of them")
@@ -165,6 +184,7 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),
             optuna_storage=getattr(args, "optuna_storage", None),
+            wait_deadline=args.wait_deadline,
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
         outcome = run_study(study, opts, table=args.tune_table)
     except (ConfigError, DataError) as e:
@@ -173,6 +193,11 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:            # a second Ctrl-C, or one outside Tune's loop
         print("interrupted; continue with --resume", file=sys.stderr)
         return 130
+    except termination.Terminated:      # outside Tune's loop and the export
+        hint = resume_command(opts) if opts is not None else "the same command"
+        print(f"terminated (SIGTERM) before the study ended; continue with: {hint}",
+              file=sys.stderr)
+        return termination.EXIT_SIGTERM
     if outcome.interrupted:          # the shell's codes: 128 + SIGTERM's 15, 128 + SIGINT's 2
         return 143 if outcome.terminated else 130
     # 0 only when every trial finished or its scheduler stopped it (the lines above say
@@ -181,5 +206,13 @@ def run_study_cli(study: Study, argv: list[str] | None = None) -> int:
 
 
 def main(study: Study) -> None:
-    """`if __name__ == "__main__": main(STUDY)` at the end of a study script."""
-    sys.exit(run_study_cli(study))
+    """`if __name__ == "__main__": main(STUDY)` at the end of a study script. The process ends
+    as soon as the study has: Ray is shut down and the files written by then, and the
+    interpreter's teardown of torch's and Ray's modules (about 2 s) is a window in which a
+    SIGTERM could be answered by no handler (Python resets them while it finalizes), killing a
+    driver whose study is whole without a word."""
+    code = run_study_cli(study, script=True)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

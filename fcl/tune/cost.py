@@ -139,17 +139,26 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
     if most > mean:
         cost += (f" for draws spread evenly over the ranges, at most {most:,.0f} (" +
                  ", ".join(f"{k}={describe_value(v)}" for k, v in costliest.items()) + ")")
-    rate = CPU_SAMPLES_PER_S.get(base.model.backbone)
-    if rate and not gpus:
-        rate *= (16 / base.model.width) ** 2          # measured at width 16; cost ~ width^2
+    if not gpus:
+        rate = measured_rate(base, datasets, threads)
         runs = trials * seeds_per_trial
-        minutes = [_minutes(cpu_seconds(n, runs, base, threads) / concurrent / 60)
+        minutes = [_minutes((n / rate + runs * RUN_FIXED_S) / concurrent / 60)
                    for n in (mean, most)]
         upto = f" (at most {minutes[1]})" if most > mean else ""
-        cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time "
-                 f"({rate:.0f} samples/s per trial core, measured for {base.model.backbone} "
-                 f"at width 16 and scaled)")
+        cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time, at "
+                 f"{rate:.0f} training samples/s per trial (measured now: SGD steps of the base "
+                 f"config's model on {threads} thread{'s' if threads > 1 else ''}, taken as what "
+                 "each trial gets; its evaluations and Ray's start of each trial come on top)")
     return trials, "\n".join(trial_lines(space, points, searched) + [cost])
+
+
+def measured_rate(cfg: RunConfig, datasets: dict, threads: int) -> float:
+    """Training samples/s of one trial of `cfg` on `threads` threads, measured on this machine
+    (`fcl.bench.step_rate`: its model, compute mode and batch size)."""
+    from fcl.bench import step_rate
+    ds = datasets[dataset_key(cfg)]
+    per_task = max(1, ds.num_classes // cfg.data.num_tasks)
+    return step_rate(cfg, ds.image_shape, [per_task] * cfg.data.num_tasks, threads)
 
 
 def _minutes(m: float) -> str:

@@ -53,6 +53,19 @@ def says_disk_full(text: str) -> bool:
     return any(s in text for s in NO_SPACE)
 
 
+def raised_on_full_disk(error: BaseException) -> bool:
+    """Whether `error`, or one it was raised from, says the disk is full: Optuna's RDB storage
+    raises SQLite's "database or disk is full" as a StorageInternalError that does not repeat
+    it."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if says_disk_full(str(error)):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
 class StopOnDiskFull(tune.Callback):
     """Driver side: on a trial's first ENOSPC failure, stop the study as a Ctrl-C does."""
 

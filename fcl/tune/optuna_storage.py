@@ -13,9 +13,14 @@ import optuna
 
 from fcl.atomic_file import unwritable
 from fcl.config import ConfigError
+from fcl.tune.report import BYTES, METRIC
 
 FLAG = "--optuna-storage"
 JOURNAL = "journal://"
+OBJECTIVES = {"acc": ([METRIC], ["max"]), "pareto": ([METRIC, BYTES], ["max", "min"])}
+# What optuna-dashboard calls each objective (else "Objective 0"): the reported `bytes` is the
+# run's TCC (bytes up + down so far), trials.parquet's `tcc_bytes`.
+METRIC_NAMES = {METRIC: "acc", BYTES: "tcc_bytes"}
 RDB_SCHEMES = ("sqlite", "postgresql", "mysql")     # each also with a driver: postgresql+psycopg
 ALLOWED = ("sqlite:///PATH, postgresql://USER@HOST/DB, mysql://USER@HOST/DB (passwords in "
            "~/.pgpass or $PGPASSWORD, or ~/.my.cnf), or journal:///ABS/PATH/optuna.journal")
@@ -147,13 +152,15 @@ def delete_optuna_study(url: str, name: str) -> None:
         optuna.delete_study(study_name=name, storage=open_storage(url))
 
 
-def reconcile(url: str, study_name: str, trials, metrics: list[str]) -> int:
+def reconcile(url: str, study_name: str, trials, metrics: list[str], owner: str = "") -> int:
     """Optuna trials left RUNNING by a stop (a kill, a full disk: the tell never reached the
     storage) set from the study's exported rows (`trials`: trials.parquet's frame, with
     `optuna_trial`, `status` and the objective's `metrics` columns): COMPLETE with the row's
     values where that trial finished, FAIL otherwise; FAIL too for one asked but never handed
-    to Tune (no `tune_trial_id`: the stop cut its suggestion short). A trial of another
-    driver's run is left alone. Returns how many were set."""
+    to Tune (no `tune_trial_id`: the stop cut its suggestion short), and for one this study
+    (user attr `fcl_study` == `owner`) handed to a Tune trial that the stop kept from Tune's
+    state: the study has ended, so nothing will run it. A trial of another driver's run is
+    left alone. Returns how many were set."""
     from fcl.results_io import TERMINATED
     storage = open_storage(url)
     study = optuna.load_study(study_name=study_name, storage=storage)
@@ -164,8 +171,11 @@ def reconcile(url: str, study_name: str, trials, metrics: list[str]) -> int:
     fixed = 0
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         row = rows.get(t.number)
-        if row is None and "tune_trial_id" not in t.user_attrs:
-            # asked, but the stop came before it was handed to Tune: no trial will ever run it
+        orphan = "tune_trial_id" not in t.user_attrs or (
+            owner and t.user_attrs.get("fcl_study") == owner)
+        if row is None and orphan:
+            # asked, but the stop came before it was handed to Tune, or before Tune recorded
+            # the trial it was handed to: no trial will ever run it
             study.tell(t.number, state=optuna.trial.TrialState.FAIL)
             fixed += 1
         if row is None:
@@ -177,3 +187,21 @@ def reconcile(url: str, study_name: str, trials, metrics: list[str]) -> int:
             study.tell(t.number, state=optuna.trial.TrialState.FAIL)
         fixed += 1
     return fixed
+
+
+def study_folder(results: str, study: str) -> str:
+    """The driver's absolute path of a study's folder: the owner its Optuna trials name."""
+    return os.path.abspath(os.path.join(results, study))
+
+
+def reconciled_line(opts, study: str, trials) -> str | None:
+    """A search's Optuna trials that an earlier stop left RUNNING (their tell never reached the
+    storage: a kill, a full disk) set from the rows just exported, so optuna-dashboard and the
+    next draws see what happened (`reconcile`); the line saying so, or None. `opts`: the
+    study's `StudyOptions`."""
+    url = opts.optuna_storage or storage_url(opts.results)
+    metrics = [METRIC_NAMES.get(m, m) for m in OBJECTIVES[opts.objective][0]]
+    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics,
+                      owner=study_folder(opts.results, study))
+    return (f"set {fixed} Optuna trials that an earlier stop left RUNNING from the exported "
+            "rows") if fixed else None

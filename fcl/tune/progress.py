@@ -22,7 +22,7 @@ from ray import tune
 from fcl.cli import clock
 from fcl.intervals import accuracy_interval, t975
 from fcl.results_io import ERROR, TERMINATED
-from fcl.tune import stop_request
+from fcl.tune import stop_request, termination, waits
 from fcl.tune.ray_private import mute_worker_output, unmute_worker_output
 from fcl.tune.report import TUNE_TIME_TOTAL
 
@@ -30,9 +30,11 @@ STOP_MESSAGE = "Stop signal received"
 
 
 class Reporter(tune.CLIReporter):
-    """Tune's CLI table, silent once the study is interrupted."""
+    """Tune's CLI table, silent once the study is interrupted. Asked every step of Tune's loop,
+    so its first call says the loop runs (`fcl.tune.waits.LOOP_RUNNING`)."""
 
     def should_report(self, trials, done: bool = False) -> bool:
+        waits.LOOP_RUNNING.set()
         return not stop_request.stops() and super().should_report(trials, done)
 
 
@@ -187,8 +189,8 @@ def sigterm_as_ctrl_c():
                              lambda signum, frame: stop_request.request_stop(stop_request.SIGTERM))
     try:
         yield
-    finally:      # a handler installed outside Python (Ray's) reads back as None: the default
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    finally:      # a handler installed outside Python (Ray's) reads back as None
+        signal.signal(signal.SIGTERM, termination.outer() if previous is None else previous)
 
 
 @contextlib.contextmanager
@@ -204,7 +206,7 @@ def deferred_sigterm():
     try:
         yield lambda: bool(got)
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        signal.signal(signal.SIGTERM, termination.outer() if previous is None else previous)
 
 
 @contextlib.contextmanager

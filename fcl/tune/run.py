@@ -27,14 +27,14 @@ from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations, nodes,
-                      progress, state as states, stop_request)
+                      progress, state as states, stop_request, termination, waits)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
-from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command
-from fcl.tune.searchers import reconciled_line
+from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command, reconciled_line
 from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import varying_keys
 from fcl.tune.storage_probe import check_storage
+from fcl.tune.resume_lines import interrupted_line, rerun_lines, resume_command
 from fcl.tune.study import Study, StudyOptions, StudyOutcome
 from fcl.tune.trial_models import export_models
 from fcl.tune.tuner import make_tuner
@@ -64,10 +64,15 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
             plan.resources(cluster.local_resources(), False)
         # a cluster is joined, and checked, before the state is claimed (--fresh discards it)
         started = cluster.connect(plan.address) if plan.address is not None else False
+        termination.reinstall()             # ray.init set its own SIGTERM handler
         try:
             if plan.address is not None:
                 check_cluster(plan)
-            state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
+            with waits.announced(waits.storage_wait(study.name, states.storage_of(opts),
+                                                    opts.optuna_storage), opts.wait_deadline,
+                                 "check that the storage answers, then run the same command "
+                                 "again"):
+                state = states.claim_state(study.name, opts, study.searcher, plan.manifest())
             outcome = run_claimed(plan, state, t0, out, table)
         finally:
             if started:
@@ -93,6 +98,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
     """The study's Ray part, once its state is claimed: connect (or start a local Ray), fit,
     export."""
     started = cluster.connect(plan.address)
+    termination.reinstall()
     try:
         autoscales, on = cluster.can_autoscale(), nodes.alive_nodes()
         res = plan.resources(ray.cluster_resources(), autoscales, on)
@@ -123,6 +129,8 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
             with progress.deferred_sigterm() as terminated:
                 outcome = export_study(plan, grid, interrupted, time.perf_counter() - t0, out,
                                        part)
+            if outcome.paths:
+                termination.exported()
             if terminated() and not outcome.interrupted:
                 print("terminated (SIGTERM) during the export, which finished first: "
                       f"{len(outcome.paths)} files written, the study is whole", file=sys.stderr)
@@ -148,15 +156,18 @@ def fit(plan: StudyPlan, state: states.TuneState, res: cluster.TrialResources, o
     if plan.study.searcher == "optuna":
         print(f"optuna: {dashboard_command(plan.opts.results, plan.opts.optuna_storage)}",
               file=out, flush=True)
-    tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
-    with progress.quiet_interrupt(), progress.sigterm_as_ctrl_c(), disk_full.watch(state.path), \
-            progress.filtered_ray_logs(export.OneLineFailures()):
-        try:
-            grid = tuner.fit()
-        except Exception:            # reading back what the full disk truncated (error.pkl)
-            if not stop_request.stops(stop_request.DISK_FULL):
-                raise
-            grid = None
+    with waits.loop_start(plan.opts.resume and state.can_restore, state.path,
+                          plan.opts.wait_deadline, f"check its storages, then continue with: "
+                          f"{resume_command(plan.opts)}", cluster.is_client()):
+        tuner = make_tuner(plan, state, res, out, table, [watch] if watch else [], start)
+        with progress.quiet_interrupt(), progress.sigterm_as_ctrl_c(), \
+                disk_full.watch(state.path), progress.filtered_ray_logs(export.OneLineFailures()):
+            try:
+                grid = tuner.fit()
+            except Exception:        # reading back what the full disk truncated (error.pkl)
+                if not stop_request.stops(stop_request.DISK_FULL):
+                    raise
+                grid = None
     stop = ("SIGTERM" if stop_request.stops(stop_request.SIGTERM) else
             "SIGINT" if stop_request.stops() else "")
     return grid, stop
@@ -268,29 +279,3 @@ def chance_of(plan: StudyPlan) -> tuple[float, int] | None:
         return None
     ds = plan.datasets.get(dataset_key(plan.cfg))
     return None if ds is None else chance_accuracy(ds, plan.cfg.data)
-
-
-def resume_command(opts: StudyOptions, *extra: str) -> str:
-    """The user's command with --resume (and `extra` flags) added where missing."""
-    words = [w for w in (opts.command or "the same command").split() if w != "--fresh"]
-    return " ".join(words + [f for f in ("--resume", *extra) if f not in words])
-
-
-def rerun_lines(opts: StudyOptions, failed: int, unfinished: int) -> list[str]:
-    """What a rerun would do, truthfully: --resume continues the unfinished trials only; the
-    failed ones rerun with --retry-errored."""
-    out = []
-    if unfinished:
-        out.append(f"{unfinished} trials did not finish; continue them with: "
-                   f"{resume_command(opts)}")
-    if failed:
-        out.append(f"{failed} trials failed; --resume leaves them failed, rerun them with: "
-                   f"{resume_command(opts, '--retry-errored')}")
-    return out
-
-
-def interrupted_line(outcome: StudyOutcome, opts: StudyOptions) -> str:
-    resume = resume_command(opts)
-    how = "terminated (SIGTERM)" if outcome.terminated else "interrupted"
-    return (f"{how}: {outcome.finished} of {outcome.trials} trials finished "
-            f"({outcome.unfinished} to go); continue with: {resume}")

@@ -37,18 +37,16 @@ from ray.tune.search.sample import Domain
 
 from fcl.config import ConfigError
 from fcl.tune import stop_request
-from fcl.tune.disk_full import says_disk_full
-from fcl.tune.optuna_storage import (FLAG, JOURNAL, open_storage, optuna_study_name,
-                                     reconcile, repair_journal, storage_url)
+from fcl.tune.disk_full import raised_on_full_disk
+from fcl.tune.optuna_storage import (FLAG, JOURNAL, METRIC_NAMES, OBJECTIVES, open_storage,
+                                     optuna_study_name, repair_journal, storage_url,
+                                     study_folder)
 from fcl.tune.space import Given, Space, is_grid
-from fcl.tune.report import BYTES, METRIC, TrialReport
+from fcl.tune.report import TrialReport
 
-OBJECTIVES = {"acc": ([METRIC], ["max"]), "pareto": ([METRIC, BYTES], ["max", "min"])}
-# What optuna-dashboard calls each objective (else "Objective 0"): the reported `bytes` is the
-# run's TCC (bytes up + down so far), trials.parquet's `tcc_bytes`.
-METRIC_NAMES = {METRIC: "acc", BYTES: "tcc_bytes"}
 TRIAL_NUMBER = "optuna_trial"   # key the searcher adds to each trial's config
 TUNE_TRIAL_ID = "tune_trial_id"  # user attr of each Optuna trial: the Tune trial it was asked for
+FCL_STUDY = "fcl_study"          # user attr: the study folder whose driver asked it
 
 
 def _suggest(trial, key: str, domain: Domain):
@@ -98,9 +96,11 @@ class FclOptunaSearch(Searcher):
     (`storage=None`, tests) is pickled whole, having nowhere else to live."""
 
     def __init__(self, space: DefineByRun, metric: str | list[str], mode: str | list[str],
-                 seed: int, study_name: str = "fcl", storage: str | None = None):
+                 seed: int, study_name: str = "fcl", storage: str | None = None,
+                 owner: str = ""):
         super().__init__(metric=metric, mode=mode)
         self._space, self._study_name, self._url = space, study_name, storage
+        self._owner = owner           # the study folder, so an export knows its own trials
         with warnings.catch_warnings():     # constant_liar: experimental in Optuna
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             # running trials count as if they had the worst value, so draws made while
@@ -114,6 +114,17 @@ class FclOptunaSearch(Searcher):
             if dropped:
                 print(f"{FLAG}={self._url}: dropped its partial last record ({dropped} bytes, "
                       "a write cut short)", file=sys.stderr)
+        try:
+            self._open_study()
+        except Exception as e:      # noqa: BLE001  (OSError, sqlalchemy's OperationalError)
+            if not raised_on_full_disk(e):
+                raise
+            raise ConfigError(FLAG, self._url, "the disk filled up (opening the search's "
+                              "Optuna study: No space left on device)", "free some space, "
+                              "then run the same command again") from None
+        self._trials: dict[str, int] = {}     # Tune trial id -> storage trial id (a cache)
+
+    def _open_study(self) -> None:
         self._storage = (open_storage(self._url) if self._url
                          else optuna.storages.InMemoryStorage())
         modes = self.mode if isinstance(self.mode, list) else [self.mode]
@@ -128,7 +139,6 @@ class FclOptunaSearch(Searcher):
             with warnings.catch_warnings():     # experimental since Optuna 3.2, stable since
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 self._study.set_metric_names(names)
-        self._trials: dict[str, int] = {}     # Tune trial id -> storage trial id (a cache)
 
     @property
     def study(self) -> optuna.Study:
@@ -143,6 +153,8 @@ class FclOptunaSearch(Searcher):
 
     def _suggest(self, trial_id: str) -> dict | None:
         trial = self._study.ask()
+        if self._owner:               # first: a trial naming a Tune trial names its owner
+            trial.set_user_attr(FCL_STUDY, self._owner)
         trial.set_user_attr(TUNE_TRIAL_ID, trial_id)
         try:
             config = self._space(trial)
@@ -204,7 +216,7 @@ class FclOptunaSearch(Searcher):
         try:
             yield
         except Exception as e:      # noqa: BLE001  (OSError, sqlalchemy's OperationalError)
-            if not says_disk_full(str(e)):
+            if not raised_on_full_disk(e):
                 raise
             if not stop_request.stops(stop_request.OPTUNA_FULL):
                 stop_request.request_stop(stop_request.OPTUNA_FULL, self._url or "")
@@ -267,19 +279,8 @@ def optuna_searcher(study: str, objective: str, results: str, seed: int,
         metric, mode = metric[0], mode[0]
     searcher = FclOptunaSearch(DefineByRun(space), metric=metric, mode=mode, seed=seed,
                                study_name=optuna_study_name(study, objective),
-                               storage=storage or storage_url(results))
+                               storage=storage or storage_url(results),
+                               owner=study_folder(results, study))
     # As many draws at once as the cluster runs (`max_concurrent`: its slots, or the user's
     # cap): TPE's constant liar (`FclOptunaSearch`) keeps concurrent draws apart.
     return ConcurrencyLimiter(searcher, max_concurrent=max_concurrent or 1)
-
-
-def reconciled_line(opts, study: str, trials) -> str | None:
-    """A search's Optuna trials that an earlier stop left RUNNING (their tell never reached the
-    storage: a kill, a full disk) set from the rows just exported, so optuna-dashboard and the
-    next draws see what happened (`fcl.tune.optuna_storage.reconcile`); the line saying so,
-    or None. `opts`: the study's `StudyOptions`."""
-    url = opts.optuna_storage or storage_url(opts.results)
-    metrics = [METRIC_NAMES.get(m, m) for m in OBJECTIVES[opts.objective][0]]
-    fixed = reconcile(url, optuna_study_name(study, opts.objective), trials, metrics)
-    return (f"set {fixed} Optuna trials that an earlier stop left RUNNING from the exported "
-            "rows") if fixed else None
