@@ -307,7 +307,7 @@ def main_export(args) -> int:
 def _add_ls(p: argparse.ArgumentParser) -> None:
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="results folders or study folders (default: every results* folder "
-                        "here); nested study folders are listed too")
+                        "in the current folder); nested study folders are listed too")
 
 
 def main_ls(args) -> int:

@@ -77,12 +77,15 @@ def listing(path: str, name: str) -> Listing:
         return Listing(name, "", "", 0, 0, 0, "", f"damaged: {e}")
     problems = verify(path, manifest)
     status = "whole" if not problems else f"damaged: {len(problems)} files differ from study.json"
-    counts = {}
+    counts = pd.Series(dtype="int64")
     trials_file = os.path.join(path, "trials.parquet")
-    if os.path.isfile(trials_file):
-        counts = pd.read_parquet(trials_file, columns=["status"])["status"].value_counts()
+    try:
+        if os.path.isfile(trials_file):
+            counts = pd.read_parquet(trials_file, columns=["status"])["status"].value_counts()
+    except (OSError, ValueError, KeyError) as e:         # pyarrow's errors are ValueErrors
+        status = f"damaged: trials.parquet unreadable ({type(e).__name__})"
     finished, failed = int(counts.get(TERMINATED, 0)), int(counts.get(ERROR, 0))
-    other = int(sum(counts.values)) - finished - failed if len(counts) else 0
+    other = int(counts.sum()) - finished - failed
     date = commit_date(manifest.fcl_git, path) or pd.Timestamp(
         os.path.getmtime(os.path.join(path, MANIFEST_FILE)), unit="s").strftime("%Y-%m-%d")
     return Listing(name, date, manifest.fcl_git, finished, failed, other,

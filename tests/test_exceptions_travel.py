@@ -19,6 +19,7 @@ from fcl.data.cache import CorruptCache
 from fcl.data.image_dataset import DataError
 from fcl.manifest import ManifestError
 from fcl.saved_model import SavedModelError
+from fcl.tune.termination import Terminated
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,7 +27,8 @@ EXAMPLES = [ConfigError("model.weights", "/no/such.pt", "no such file", "a check
             DataError("data/cifar-10-batches-py: missing; torchvision downloads it"),
             ManifestError("results/x/study.json: missing"),
             CorruptCache("bad digest"),
-            SavedModelError("runs/m: task 1's weights in model.pt are not those the run saved")]
+            SavedModelError("runs/m: task 1's weights in model.pt are not those the run saved"),
+            Terminated()]
 
 
 def fcl_exceptions() -> set[type]:

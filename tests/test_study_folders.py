@@ -56,6 +56,15 @@ def test_a_damaged_study_is_named_and_the_exit_is_one(tmp_path):
     assert damaged.returncode == 1
     assert [line.split()[0] for line in damaged.stdout.splitlines() if "damaged" in line] == [
         "results/stragglers"]
+    (results / "nested" / "search" / "trials.parquet").write_bytes(b"not parquet")
+    rows = {r.name: r.status for r in list_studies([str(results)])}
+    assert rows["results/nested/search"].startswith("damaged: ")
+    export = subprocess.run([sys.executable, "-m", "fcl", "export", str(results), "--to",
+                             "optuna", "--dest", f"sqlite:///{tmp_path / 'o.db'}"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert export.returncode == 2 and export.stderr.startswith(
+        f"error: FOLDER={results / 'nested' / 'search'}: not a readable study (")
+    assert len(export.stderr.strip().splitlines()) == 1
     missing = subprocess.run([*ls, str(tmp_path / "nope")], capture_output=True, text=True,
                              env=env, timeout=300)
     assert missing.returncode == 2 and missing.stderr.strip() == (

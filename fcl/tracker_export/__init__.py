@@ -13,14 +13,12 @@ from fcl.config import ConfigError
 from fcl.study_folders import named_studies
 from fcl.tracker_export.stored import StoredStudy, read_study
 
-# tracker -> (the module that writes it, the package it needs, the fcl extra that has it,
-#             how to view DEST)
+# tracker -> (the module that writes it: `write(studies, dest)`, `viewer(dest)`; the package it
+#             needs; the fcl extra that has it)
 TARGETS = {
-    "tensorboard": ("fcl.tracker_export.tensorboard", "tensorboardX", "viz",
-                    "tensorboard --logdir {dest}"),
-    "mlflow": ("fcl.tracker_export.mlflow_store", "mlflow", "mlflow",
-               "mlflow ui --backend-store-uri {uri}"),
-    "optuna": ("fcl.tracker_export.optuna_store", "optuna", "viz", "optuna-dashboard {dest}"),
+    "tensorboard": ("fcl.tracker_export.tensorboard", "tensorboardX", "viz"),
+    "mlflow": ("fcl.tracker_export.mlflow_store", "mlflow", "mlflow"),
+    "optuna": ("fcl.tracker_export.optuna_store", "optuna", "viz"),
 }
 
 
@@ -43,7 +41,14 @@ def stored_studies(folders: list[str]) -> list[StoredStudy]:
         if not named:
             raise ConfigError("FOLDER", folder, "holds no stored study (no study.json at or "
                               "below it)", "a results folder or a study folder")
-        studies += [read_study(path, name) for path, name in named]
+        for path, name in named:
+            try:
+                studies.append(read_study(path, name))
+            except (OSError, ValueError, KeyError) as e:     # pyarrow's errors are ValueErrors
+                why = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                raise ConfigError("FOLDER", path, f"not a readable study ({type(e).__name__}: "
+                                  f"{why})", "a study folder whose files `fcl ls` calls "
+                                  "whole") from None
     return studies
 
 
@@ -52,8 +57,4 @@ def export(folders: list[str], to: str, dest: str) -> tuple[list[StoredStudy], i
     check_target(to)
     studies = stored_studies(folders)
     module = importlib.import_module(TARGETS[to][0])
-    runs = module.write(studies, dest)
-    uri = dest
-    if to == "mlflow":
-        uri = module.tracking_uri(dest)
-    return studies, runs, TARGETS[to][3].format(dest=dest, uri=uri)
+    return studies, module.write(studies, dest), module.viewer(dest)

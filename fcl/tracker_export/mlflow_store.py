@@ -52,3 +52,8 @@ def write(studies: list[StoredStudy], dest: str) -> int:
             client.set_terminated(run.info.run_id, RUN_STATUS.get(trial.status, "FAILED"))
             written += 1
     return written
+
+
+def viewer(dest: str) -> str:
+    """The command that shows what `write` put at `dest`."""
+    return f"mlflow ui --backend-store-uri {tracking_uri(dest)}"

@@ -66,3 +66,8 @@ def write(studies: list[StoredStudy], dest: str) -> int:
                 user_attrs={**trial.tags, "seed": trial.params.get("seed")}))
             written += 1
     return written
+
+
+def viewer(dest: str) -> str:
+    """The command that shows what `write` put at `dest`."""
+    return f"optuna-dashboard {dest}"

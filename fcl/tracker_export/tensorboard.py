@@ -35,3 +35,8 @@ def write(studies: list[StoredStudy], dest: str) -> int:
                     w.file_writer.add_summary(part)
             written += 1
     return written
+
+
+def viewer(dest: str) -> str:
+    """The command that shows what `write` put at `dest`."""
+    return f"tensorboard --logdir {dest}"

@@ -19,6 +19,7 @@ from fcl.tune.resume_lines import resume_command
 from fcl.tune.run import run_study
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
 from fcl.tune.study import Study, StudyOptions
+from fcl.tune.waits import DEADLINE_S
 from fcl.tune.trackers import TRACKERS
 
 
@@ -123,10 +124,11 @@ def build_parser(study: Study) -> argparse.ArgumentParser:
                    help="print Tune's trial table every 30 s instead of one progress line")
     p.add_argument("--dry-run", action="store_true",
                    help="print the trial table and the expected cost; run nothing")
-    p.add_argument("--wait-deadline", type=positive(float), default=600.0, metavar="SECONDS",
+    p.add_argument("--wait-deadline", type=positive(float), default=DEADLINE_S, metavar="SECONDS",
                    help="give up, in one line, on a storage that does not answer (an Optuna "
                         "database, Tune's state on a network disk) after this long; a line "
-                        "says what the driver waits for every 30 s before (default: 600)")
+                        f"says what the driver waits for every 30 s before (default: "
+                        f"{DEADLINE_S:g})")
     add_search_args(p, searcher)
     return p
 

@@ -8,6 +8,7 @@ from typing import Any
 from fcl.presets import STUDY_FAMILIES
 from fcl.tune.schedulers import SchedulerOptions
 from fcl.tune.space import Space
+from fcl.tune.waits import DEADLINE_S
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class StudyOptions:
     save_models: bool = False            # keep every finished row's model (fcl.tune.trial_models)
     command: str = ""                    # how the user ran it (the --resume hint, the manifest)
     optuna_storage: str | None = None    # a search's Optuna storage URL (default RESULTS/optuna.db)
-    wait_deadline: float = 600.0         # seconds a wait on a storage may last (fcl.tune.waits)
+    wait_deadline: float = DEADLINE_S    # seconds a wait on a storage may last (fcl.tune.waits)
 
 
 @dataclass(frozen=True)

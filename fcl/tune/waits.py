@@ -4,9 +4,9 @@ driver waits for, again every `NOTICE_S`, and at the deadline (`--wait-deadline`
 line and exit 2. A database host that drops packets holds a connect for ever, and a resume
 once hung for 9 minutes in Tune's restore with nothing printed and Ctrl-C ignored.
 
-The exit is `os._exit`: the wait may be blocked in C (a socket's connect), where no exception
-reaches it. Nothing of the study is written during these waits, and a hard exit leaves what a
-`kill -9` leaves, which `--resume` recovers from (`tests/test_kill_anywhere.py`).
+The exit is `os._exit`, also under `run_study` called from Python: the wait may be blocked in C
+(a socket's connect), where no exception reaches it. A hard exit leaves what a `kill -9` leaves,
+which `--resume` recovers from (`tests/test_kill_anywhere.py`).
 """
 from __future__ import annotations
 
