@@ -25,9 +25,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from fcl.bench import describe_machine  # noqa: E402
-from fcl.compute_mode import ComputeMode  # noqa: E402
-from fcl.models.factory import build_model  # noqa: E402
+from fcl.bench import describe_machine, training_step  # noqa: E402
 from fcl.presets import preset  # noqa: E402
 
 WORKLOADS = {
@@ -77,24 +75,11 @@ def workload_steps(name: str, mode: str, layout: str):
     preset_name, own = WORKLOADS[name]
     cfg = preset(preset_name, {**own, "run.precision": mode,
                                "run.channels_last": layout == "nhwc"})
-    compute = ComputeMode.from_config(cfg.run, torch.device("cpu"))
     classes = [10 // cfg.data.num_tasks] * cfg.data.num_tasks
-    model = compute.model(build_model(cfg.model, (3, 32, 32), classes, cfg.seed))
-    params = [p for p in model.tasks[0].parameters() if p.requires_grad]
-    opt = torch.optim.SGD(params, lr=cfg.client.lr, momentum=cfg.client.momentum, foreach=True)
-    g = torch.Generator().manual_seed(0)
-    fmt = compute.memory_format
-    x = torch.randn(cfg.client.batch_size, 3, 32, 32, generator=g).contiguous(memory_format=fmt)
-    y = torch.randint(0, classes[0], (cfg.client.batch_size,), generator=g)
-    xe = torch.randn(EVAL_BATCH, 3, 32, 32, generator=g).contiguous(memory_format=fmt)
-
-    def train():
-        model.train()
-        with compute.forward_context():
-            loss = F.cross_entropy(model(x, 0), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    train, model, compute = training_step(cfg, (3, 32, 32), classes)
+    g = torch.Generator().manual_seed(1)
+    xe = torch.randn(EVAL_BATCH, 3, 32, 32, generator=g).contiguous(
+        memory_format=compute.memory_format)
 
     def evaluate():
         model.eval()

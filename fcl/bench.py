@@ -321,12 +321,11 @@ def describe_machine(device: str) -> str:
             f"{native_cpu_bf16()}, torch {torch.__version__}")
 
 
-def step_rate(cfg: RunConfig, image_shape: tuple[int, int, int], classes_per_task: list[int],
-              threads: int, seconds: float = 2.0) -> float:
-    """Training samples/s of the model `cfg` builds, in its compute mode on the CPU with
-    `threads` threads: SGD steps of task 0 at the client batch size on random images (a step's
-    time does not depend on pixel values), for about `seconds` after two warm-up steps. What a
-    trial's training costs, without its evaluations and the rounds' bookkeeping."""
+def training_step(cfg: RunConfig, image_shape: tuple[int, int, int],
+                  classes_per_task: list[int]):
+    """(step, model, compute): `step()` is one SGD step of task 0 of the model `cfg` builds, in
+    its compute mode on the CPU, at the client batch size on random images (a step's time and
+    FLOPs do not depend on pixel values)."""
     compute = ComputeMode.from_config(cfg.run, torch.device("cpu"))
     model = compute.model(build_model(cfg.model, image_shape, classes_per_task, cfg.seed))
     opt = torch.optim.SGD([p for p in model.tasks[0].parameters() if p.requires_grad],
@@ -336,15 +335,24 @@ def step_rate(cfg: RunConfig, image_shape: tuple[int, int, int], classes_per_tas
     x = torch.randn(batch, *image_shape, generator=g).contiguous(
         memory_format=compute.memory_format)
     y = torch.randint(0, classes_per_task[0], (batch,), generator=g)
-    model.train()
 
     def step():
+        model.train()
         with compute.forward_context():
             loss = F.cross_entropy(model(x, 0), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
+    return step, model, compute
+
+
+def step_rate(cfg: RunConfig, image_shape: tuple[int, int, int], classes_per_task: list[int],
+              threads: int, seconds: float = 2.0) -> float:
+    """Training samples/s of `training_step` with `threads` threads, for about `seconds` after
+    two warm-up steps: what a trial's training costs, without its evaluations and the rounds'
+    bookkeeping."""
+    step, _, _ = training_step(cfg, image_shape, classes_per_task)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -354,6 +362,6 @@ def step_rate(cfg: RunConfig, image_shape: tuple[int, int, int], classes_per_tas
         while steps < 3 or time.perf_counter() - t0 < seconds:
             step()
             steps += 1
-        return steps * batch / (time.perf_counter() - t0)
+        return steps * cfg.client.batch_size / (time.perf_counter() - t0)
     finally:
         torch.set_num_threads(before)

@@ -400,7 +400,7 @@ def test_dry_run_prices_what_a_search_samples(capsys):
 
 def test_dry_run_minutes_come_from_a_rate_measured_on_this_machine(capsys, monkeypatch):
     """The minutes are the samples at the rate `fcl.bench.step_rate` measures for the base
-    config (here replaced by 500 samples/s) plus Ray's start of each trial, over the trials
+    config (the test replaces it by 500 samples/s) plus Ray's start of each trial, over the trials
     that run at once; a real measurement of the smoke model is positive."""
     import fcl.bench
     from fcl.tune.cost import RUN_FIXED_S

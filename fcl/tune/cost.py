@@ -153,8 +153,8 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
 
 
 def measured_rate(cfg: RunConfig, datasets: dict, threads: int) -> float:
-    """Training samples/s of one trial of `cfg` on `threads` threads, measured on this machine
-    (`fcl.bench.step_rate`: its model, compute mode and batch size)."""
+    """Training samples/s of one trial of `cfg` on `threads` threads, measured where the dry
+    run runs (`fcl.bench.step_rate`: its model, compute mode and batch size)."""
     from fcl.bench import step_rate
     ds = datasets[dataset_key(cfg)]
     per_task = max(1, ds.num_classes // cfg.data.num_tasks)
