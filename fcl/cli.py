@@ -159,6 +159,7 @@ def check_run_outputs(args, cfg) -> None:
     """What `fcl run` will write, checked before it trains: the device, `--out` and
     `--save-model` writable with room, and a saved model never replaced unasked."""
     from fcl.communication import params_report
+    from fcl.methods.registry import method
     from fcl.saved_model import holds_model
     check_device(cfg)
     args.export_to = export_targets(args.export_to, args.out)
@@ -166,9 +167,9 @@ def check_run_outputs(args, cfg) -> None:
         check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
     if args.save_model is None:
         return
-    if cfg.model.adapter == "fedweit":     # B, but task states, KB and heads per client
-        raise ConfigError("--save-model", args.save_model, "model.adapter=fedweit keeps a "
-                          "model per client, not one to save", "a run of another adapter")
+    if not method(cfg.model.adapter).whole_model:     # FedWeIT: a model per client
+        raise ConfigError("--save-model", args.save_model, f"model.adapter={cfg.model.adapter} "
+                          "keeps a model per client, not one to save", "a run of another adapter")
     check_output("--save-model", args.save_model, "folder",
                  4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
     if holds_model(args.save_model):      # another run's model is not replaced unasked

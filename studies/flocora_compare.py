@@ -13,6 +13,7 @@ from fcl.presets import FLOCORA_RECIPE
 from fcl.tune import Study, grid, main
 
 FULL = {"model.adapter": "full"}
+ZEROFL = {"model.adapter": "zerofl"}
 SPACE = {
     "method": grid(FULL,
                    *({"model.adapter": "lora", "compression.bits": b} for b in (32, 8, 4, 2)),
@@ -21,7 +22,7 @@ SPACE = {
                    # FedPara's factors start random: no loaded backbone (the smoke preset's)
                    *({"model.adapter": "fedpara", "model.fedpara_gamma": g, "model.weights": ""}
                      for g in (0.1, 0.5)),
-                   *({**FULL, "model.zerofl_sparsity": 0.9, "model.zerofl_mask_ratio": r}
+                   *({**ZEROFL, "model.zerofl_sparsity": 0.9, "model.zerofl_mask_ratio": r}
                      for r in (0.0, 0.1))),
 }
 # At flocora-cifar10-lowrank every baseline row sends, per upload, within 5% of the bytes of one
@@ -34,7 +35,7 @@ MATCHED = {
                    *({**FULL, "compression.prune": p, "compression.prune_server": True}
                      for p in (0.8175, 0.9565, 0.976, 0.986)),
                    {"model.adapter": "fedpara", "model.fedpara_gamma": 0.27, "model.weights": ""},
-                   *({**FULL, "model.zerofl_sparsity": s, "model.zerofl_mask_ratio": 0.0}
+                   *({**ZEROFL, "model.zerofl_sparsity": s, "model.zerofl_mask_ratio": 0.0}
                      for s in (0.82, 0.973))),
 }
 PAPER = {"model.backbone": "resnet18", "data.num_clients": 100, "client.local_epochs": 1,

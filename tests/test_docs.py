@@ -101,7 +101,7 @@ def _workdir(tmp_path: Path) -> Path:
     copied (an example may write beside them), figures/ empty."""
     work = tmp_path / "work"
     work.mkdir()
-    for name in ("studies", "analysis", "benchmarks", "docs", "mkdocs.yml"):
+    for name in ("studies", "analysis", "benchmarks", "docs", "tests", "mkdocs.yml"):
         (work / name).symlink_to(ROOT / name)
     for name in ("results", "results-pretrained"):
         shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns(".tune", "*.db"))

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Callable, ContextManager
+from typing import TYPE_CHECKING, Callable, ContextManager
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.config import ClientConfig
 from fcl.data.federated import FederatedData
 from fcl.federated.client_algorithms import Correction
 from fcl.models.task_state import Params, live_tensors, load_state_, read_state
+
+if TYPE_CHECKING:
+    from fcl.config import ClientConfig
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from fcl.tune.report import BYTES, METRIC, TUNE_ITERATION
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
 from fcl.tune.space import Space, complete_variants, display_columns, grid_points
 from fcl.tune.state import TuneState
+from fcl.tune.shipped_methods import shipped
 from fcl.tune.trainable import train_trial
 
 
@@ -97,7 +98,7 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
     return tune.with_resources(
         tune.with_parameters(train_trial, base=cfg, datasets=plan.datasets,
                              checkpoint_every=every, seeds=plan.trial_seeds,
-                             save_models=plan.opts.save_models),
+                             save_models=plan.opts.save_models, methods=shipped()),
         res.as_dict())
 
 

@@ -1,7 +1,7 @@
 """FedWeIT's round (Yoon et al., ICML 2021; official code `wyjeong/FedWeIT`:
 `models/fedweit/client.py`, `models/fedweit/server.py`, `modules/federated.py`, `config.py`),
-`model.adapter=fedweit`. The layers are `fcl.models.fedweit`; the knowledge base and the sparse
-byte counts are `fcl.federated.knowledge_base`.
+`model.adapter=fedweit`. The layers are `fcl.methods.fedweit.layers`; the knowledge base and the sparse
+byte counts are `fcl.methods.fedweit.knowledge_base`.
 
 Round r, over the run's schedule, participation and server optimizer:
   down   every sampled client receives the server's B, dense float32. A client sampled for a task
@@ -11,7 +11,7 @@ Round r, over the run's schedule, participation and server optimizer:
          while the server holds no slot (its attention then stays zero and untrained).
   train  each reporting client (sampled, not straggling, holding data) trains K local epochs on
          B, m_t, A_t, alpha_t (with a knowledge base), its norms and head, with the loss
-         cross-entropy + `fcl.models.fedweit.fedweit_penalty`. When it moves to a task other
+         cross-entropy + `fcl.methods.fedweit.layers.fedweit_penalty`. When it moves to a task other
          than the one it trained last, theta_i* = B sigmoid(m_i) + A_i of every other task it
          holds is taken with the B it received (the code takes its own B before receiving).
   up     B masked to the output channels `channel_mask` keeps (model.fedweit_channels), with the
@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
-from fcl.engine import (
+from fcl.federated.round import (
     Downlink,
     Plan,
     Report,
@@ -71,7 +71,7 @@ from fcl.engine import (
 from fcl.federated.aggregate import cosine_distance
 from fcl.federated.client import epoch_batches, sgd_step_
 from fcl.federated.compression import float32_nbytes
-from fcl.federated.knowledge_base import (
+from fcl.methods.fedweit.knowledge_base import (
     Slots,
     empty_slots,
     has_knowledge,
@@ -83,7 +83,7 @@ from fcl.federated.knowledge_base import (
 )
 from fcl.federated.participation import participation
 from fcl.federated.server_opt import OptState
-from fcl.models.fedweit import anchor, channel_mask, fedweit_penalty, threshold, variance_scaling_
+from fcl.methods.fedweit.layers import anchor, channel_mask, fedweit_penalty, threshold, variance_scaling_
 from fcl.models.task_state import Params, live_tensors, load_state_, read_state
 from fcl.seeding import generator
 
