@@ -69,7 +69,7 @@ from fcl.federated.round import (
     task_hits,
 )
 from fcl.federated.aggregate import cosine_distance
-from fcl.federated.client import epoch_batches, sgd_step_
+from fcl.federated.client import local_epochs, sgd_step_
 from fcl.federated.compression import float32_nbytes
 from fcl.methods.fedweit.knowledge_base import (
     Slots,
@@ -233,33 +233,26 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
     if mcfg.fedweit_past == "trained":      # the paper: past A_i move under the term too
         params += [model.tasks[i].adaptive[n] for i in anchors for n in shared]
     start = [p.detach().clone() for p in base]
-    step = adam() if mcfg.fedweit_optimizer == "adam" else None
+    adam_step = adam() if mcfg.fedweit_optimizer == "adam" else None
     momentum: list[torch.Tensor] = []
-    td, data = plan.data.tasks[task], plan.data
-    shard = td.shards[client]
-    gen = generator(plan.cfg.seed, "batches", r, client)
-    augment = data.augmenter(gen)
-    drift = torch.zeros((), device=shard.device)
-    loss_sum = torch.zeros((), device=shard.device)
-    steps = 0
+    shard = plan.data.tasks[task].shards[client]
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with plan.trainer.forward():
+            ce = F.cross_entropy(model(x, task), y)
+        return ce + fedweit_penalty(model, task, anchors, mcfg.fedweit_weight_decay,
+                                    mcfg.fedweit_lambda_l1, mcfg.fedweit_lambda_l2)
+
+    def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+        if adam_step is not None:
+            adam_step(params, grads, cfg.lr)
+        else:
+            sgd_step_(params, grads, momentum, cfg)
+
     model.train()
-    for _ in range(cfg.local_epochs):
-        for idx in epoch_batches(shard, cfg.batch_size, gen):
-            x = data.normalise(augment(td.train_x[idx]))
-            with plan.trainer.forward():
-                ce = F.cross_entropy(model(x, task), td.train_y[idx])
-            loss = ce + fedweit_penalty(model, task, anchors, mcfg.fedweit_weight_decay,
-                                        mcfg.fedweit_lambda_l1, mcfg.fedweit_lambda_l2)
-            grads = torch.autograd.grad(loss, params, allow_unused=True)
-            grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
-            if step is not None:
-                step(params, grads, cfg.lr)
-            else:
-                sgd_step_(params, grads, momentum, cfg)
-            loss_sum += loss.detach()
-            steps += 1
-        with torch.no_grad():
-            drift += sum(d.pow(2).sum() for d in torch._foreach_sub(base, start))
+    drift, mean_loss = local_epochs(plan.data, task, shard, cfg,
+                                    generator(plan.cfg.seed, "batches", r, client), loss,
+                                    params, step, moving=base, start=start, fill_unused=True)
     tasks = {**own.tasks, task: read_state(module, names.trainable + names.buffers)}
     if mcfg.fedweit_past == "trained":
         for i in anchors:
@@ -272,7 +265,7 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
                             mcfg.fedweit_channels) for n in shared}
     nbytes = sum(masked_nbytes(b_c[n], keep[n]) for n in shared)
     own = ClientTasks(tasks, own.knowledge, attention, anchors, task)
-    report = Report(client, task, {}, len(shard), {}, drift, loss_sum / max(steps, 1))
+    report = Report(client, task, {}, len(shard), {}, drift, mean_loss)
     return own, report, Sent(b_c, keep, nbytes)
 
 
