@@ -448,7 +448,8 @@ def iter_fields(cfg: RunConfig) -> Iterator[tuple[str, Any, dict, type]]:
 def check_value(key: str, value: Any, meta: dict) -> None:
     choices, check = meta.get("choices"), meta.get("check")
     if choices and value not in choices:
-        raise ConfigError(key, value, "unknown value", meta["allowed"])
+        hint = did_you_mean(value, map(str, choices)) if isinstance(value, str) else ""
+        raise ConfigError(key, value, "unknown value", hint + str(meta["allowed"]))
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(key, value, "not a finite number", meta.get("allowed") or "a number")
     if check and not check(value):

@@ -158,3 +158,10 @@ def test_run_divergence_loss_at_its_default_keeps_the_trial_id_of_a_config_witho
                           digest_size=6).hexdigest()
     assert config_hash(cfg) == old
     assert config_hash(with_overrides(cfg, {"run.divergence_loss": 0.0})) != old
+
+
+def test_a_mistyped_value_gets_the_close_allowed_one():
+    with pytest.raises(ConfigError) as e:
+        with_overrides(RunConfig(), {"server.optimizer": "fedadm"})
+    assert str(e.value) == ("server.optimizer=fedadm: unknown value; allowed: did you mean "
+                            "fedadam? fedsgd, fedadam, fedadagrad, fedyogi")
