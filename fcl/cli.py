@@ -380,7 +380,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                            epilog=None if name in NO_KEYS else
                            keys_epilog(shown if argv and argv[0] == name else None))
         add_arguments(p)
-    for name, help_ in ANALYSIS.items():       # listed in --help; `main` runs them first
+    for name, help_ in {**ANALYSIS, "study": STUDY_HELP}.items():   # `main` runs them first
         sub.add_parser(name, help=help_, add_help=False)
     return parser
 
@@ -424,6 +424,7 @@ class QuietParser(argparse.ArgumentParser):
 
 
 # `fcl NAME ...` is `python -m analysis NAME ...` (the analysis package installs with fcl)
+STUDY_HELP = "one of the studies fcl ships, with a study script's flags (fcl study: the list)"
 ANALYSIS = {"figures": "the papers' figures and tables from stored studies",
             "claims": "each paper claim judged on the stored studies (--out .md or .csv)",
             "dashboard": "one offline HTML page comparing the stored studies' settings",
@@ -446,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] in ANALYSIS:     # its own parser, flags and --help
         return analysis_command(argv)
+    if argv and argv[0] == "study":      # the study's own parser, as its script has
+        from fcl.study_command import study_command
+        return study_command(argv[1:])
     try:
         check_config_early(argv)
     except ConfigError as e:

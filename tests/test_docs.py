@@ -93,6 +93,9 @@ def test_smoke_rules():
     _, argv = smoke_command(["python", "studies/optimizers.py", "--results", "/tmp/d"], tmp)
     assert argv[1:] == ["studies/optimizers.py", "--results", "/x/d", "--preset", "smoke",
                         "--seeds", "1"]
+    _, argv = smoke_command(["fcl", "study", "optimizers", "--results", "/tmp/d"], tmp)
+    assert argv[1:] == ["-m", "fcl", "study", "optimizers", "--results", "/x/d", "--preset",
+                        "smoke", "--seeds", "1"]
     assert commands("a b && c \\\n  d  # note\n") == [["a", "b"], ["c", "d"]]
 
 
