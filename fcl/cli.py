@@ -430,7 +430,9 @@ ANALYSIS = {"figures": "the papers' figures and tables from stored studies",
             "dashboard": "one offline HTML page comparing the stored studies' settings",
             "paired": "same-seed paired differences of a study's settings from a reference",
             "provenance": "every commit a stored study or table cites, checked against git",
-            "seeds-simulation": "the seed rule replayed on the stored 10-seed studies"}
+            "seeds-simulation": "the seed rule replayed on the stored 10-seed studies",
+            "report": "one offline Markdown page over stored studies: each with its provenance "
+                      "and best setting, the figures, the claims"}
 
 
 def analysis_command(argv: list[str]) -> int:
