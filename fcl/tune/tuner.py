@@ -14,7 +14,7 @@ from ray.tune import ExperimentAnalysis
 
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, nodes, trackers
-from fcl.tune.cost import cpu_seconds, point_cost
+from fcl.tune.cost import cpu_seconds, measured_rate, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import LineReporter, Reporter
@@ -125,8 +125,9 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
 def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
              start: float | None = None) -> Reporter:
     """Tune's table (`--tune-table`), else one line: trials done / running / failed / to go,
-    the elapsed time since `start` and an ETA from the dry run's cost model (`fcl.tune.cost`)
-    until trials finish."""
+    the elapsed time since `start` and an ETA from the dry run's cost model (`fcl.tune.cost`:
+    the base config's training rate measured on the driver at the trials' threads) until
+    trials finish, then from their wall times."""
     if table:
         return progress_reporter(plan.space, plan.study.searcher)
     points = grid_points(plan.space)
@@ -134,7 +135,8 @@ def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
     prior = None
     if not res.gpus:
         samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
-        prior = cpu_seconds(samples * plan.trial_seeds, plan.trial_seeds, plan.cfg, res.threads)
+        rate = measured_rate(plan.cfg, plan.datasets, res.threads)
+        prior = cpu_seconds(samples * plan.trial_seeds, plan.trial_seeds, rate)
     concurrent = slots(res, plan.opts.max_concurrent)
     return LineReporter(total, concurrent, prior, start, max_report_frequency=30)
 
