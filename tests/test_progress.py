@@ -89,7 +89,7 @@ def test_the_progress_prior_is_the_measured_rate_not_a_fixed_one(monkeypatch, lo
     from fcl.tune.plan import plan_study
     asked = []
 
-    def rate(cfg, datasets, threads):
+    def rate(cfg, datasets, threads, seconds):
         asked.append((cfg.model.width, threads))
         return 500.0
 

@@ -142,13 +142,14 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
     return trials, "\n".join(trial_lines(space, points, searched) + [cost])
 
 
-def measured_rate(cfg: RunConfig, datasets: dict, threads: int) -> float:
-    """Training samples/s of one trial of `cfg` on `threads` threads, measured where the dry
-    run runs (`fcl.bench.step_rate`: its model, compute mode and batch size)."""
+def measured_rate(cfg: RunConfig, datasets: dict, threads: int, seconds: float = 2.0) -> float:
+    """Training samples/s of one trial of `cfg` on `threads` threads, measured for about
+    `seconds` where the dry run runs (`fcl.bench.step_rate`: its model, compute mode and batch
+    size)."""
     from fcl.bench import step_rate
     ds = datasets[dataset_key(cfg)]
     per_task = max(1, ds.num_classes // cfg.data.num_tasks)
-    return step_rate(cfg, ds.image_shape, [per_task] * cfg.data.num_tasks, threads)
+    return step_rate(cfg, ds.image_shape, [per_task] * cfg.data.num_tasks, threads, seconds)
 
 
 def _minutes(m: float) -> str:

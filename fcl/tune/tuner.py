@@ -135,7 +135,8 @@ def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
     prior = None
     if not res.gpus:
         samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
-        rate = measured_rate(plan.cfg, plan.datasets, res.threads)
+        # a shorter look than the dry run's: every study pays it before its trials start
+        rate = measured_rate(plan.cfg, plan.datasets, res.threads, seconds=0.5)
         prior = cpu_seconds(samples * plan.trial_seeds, plan.trial_seeds, rate)
     concurrent = slots(res, plan.opts.max_concurrent)
     return LineReporter(total, concurrent, prior, start, max_report_frequency=30)
