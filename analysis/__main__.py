@@ -12,7 +12,7 @@ from fcl.cli_args import EXIT_USAGE
 COMMANDS = {"figures": "analysis.figures.catalog", "dashboard": "analysis.dashboard.page",
             "paired": "analysis.paired", "claims": "analysis.claims",
             "flocora_table1": "analysis.flocora_table1", "provenance": "analysis.provenance",
-            "seeds-simulation": "analysis.seeds_simulation"}
+            "seeds-simulation": "analysis.seeds_simulation", "report": "analysis.report"}
 USAGE = f"usage: python -m analysis {{{','.join(COMMANDS)}}} [flags]   (COMMAND --help for each)"
 
 

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from analysis.study_tables import fmt_value
+from fcl.methods.registry import methods
 
 ORDER_LABELS = {"fmtl": "FMTL", "sync": "Sync FCL", "async": "Async FCL"}   # schedule.order
 FCL_ORDERS = ("fmtl", "sync", "async")         # as the FCL paper lists them (Fig. 3)
@@ -16,7 +17,6 @@ DRIFT_ORDERS = ("async", "sync", "fmtl")       # drift_correction: the order it 
 OPTIMIZER_LABELS = {"fedsgd": "FedSGD", "fedadam": "FedAdam", "fedadagrad": "FedAdagrad",
                     "fedyogi": "FedYogi"}       # server.optimizer, in Table 3's order
 CLIENT_LABELS = {"sgd": "", "fedprox": "FedProx", "scaffold": "SCAFFOLD"}   # client.algorithm
-ADAPTER_LABELS = {"full": "FedAvg", "lora": "FLoCoRA"}                      # model.adapter
 
 # Config keys as a dashboard label writes them ("" : the value alone, e.g. `fedadam`).
 KEY_SYMBOLS = {"server.optimizer": "", "server.lr": "η", "client.lr": "client lr",
@@ -30,7 +30,10 @@ def key_symbol(key: str) -> str:
 
 
 def adapter_label(adapter: str) -> str:
-    return ADAPTER_LABELS.get(adapter, adapter)
+    """A method's name in figures and tables: its `Method.label` (`full`: FedAvg, `lora`:
+    FLoCoRA); a name no registered method has, as it is."""
+    known = methods()
+    return known[adapter].label_or_name() if adapter in known else adapter
 
 
 def bits_label(bits) -> str:

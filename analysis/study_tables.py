@@ -30,7 +30,7 @@ from analysis.forgetting import COLUMNS as FORGETTING
 from analysis.forgetting import forgetting_columns
 from analysis.study_folder import REEXPORT, SchemaError, checked_manifest, holds_study
 from fcl.manifest import Manifest, dataset_label
-from fcl.results_io import ERROR, SCHEMA_VERSION  # the one schema this code reads
+from fcl.results_io import ERROR, SCHEMA_VERSION, methods_as_today  # the one schema this code reads
 from fcl.results_io import REQUIRED_ROUND_COLUMNS as ROUND_COLUMNS
 from fcl.results_io import REQUIRED_TASK_COLUMNS as TASK_COLUMNS
 from fcl.results_io import REQUIRED_TRIAL_COLUMNS as TRIAL_COLUMNS
@@ -110,7 +110,7 @@ def _read(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
         raise SchemaError(f"{path}: schema_version {sorted(versions)} is not the one this "
                           f"analysis reads ({SCHEMA_VERSION}); "
                           + REEXPORT.format(results=path.parent.parent))
-    return df
+    return methods_as_today(df)
 
 
 def per_task_rounds(folder: Path) -> pd.DataFrame | None:

@@ -159,6 +159,7 @@ def check_run_outputs(args, cfg) -> None:
     """What `fcl run` will write, checked before it trains: the device, `--out` and
     `--save-model` writable with room, and a saved model never replaced unasked."""
     from fcl.communication import params_report
+    from fcl.methods.registry import method
     from fcl.saved_model import holds_model
     check_device(cfg)
     args.export_to = export_targets(args.export_to, args.out)
@@ -166,9 +167,9 @@ def check_run_outputs(args, cfg) -> None:
         check_output("--out", args.out, "folder", RUN_OUTPUT_BYTES)
     if args.save_model is None:
         return
-    if cfg.model.adapter == "fedweit":     # B, but task states, KB and heads per client
-        raise ConfigError("--save-model", args.save_model, "model.adapter=fedweit keeps a "
-                          "model per client, not one to save", "a run of another adapter")
+    if not method(cfg.model.adapter).whole_model:     # FedWeIT: a model per client
+        raise ConfigError("--save-model", args.save_model, f"model.adapter={cfg.model.adapter} "
+                          "keeps a model per client, not one to save", "a run of another adapter")
     check_output("--save-model", args.save_model, "folder",
                  4 * params_report(cfg)["total_params"] + RUN_OUTPUT_BYTES)
     if holds_model(args.save_model):      # another run's model is not replaced unasked
@@ -379,7 +380,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                            epilog=None if name in NO_KEYS else
                            keys_epilog(shown if argv and argv[0] == name else None))
         add_arguments(p)
-    for name, help_ in ANALYSIS.items():       # listed in --help; `main` runs them first
+    for name, help_ in {**ANALYSIS, "study": STUDY_HELP}.items():   # `main` runs them first
         sub.add_parser(name, help=help_, add_help=False)
     return parser
 
@@ -423,12 +424,15 @@ class QuietParser(argparse.ArgumentParser):
 
 
 # `fcl NAME ...` is `python -m analysis NAME ...` (the analysis package installs with fcl)
+STUDY_HELP = "one of the studies fcl ships, with a study script's flags (fcl study: the list)"
 ANALYSIS = {"figures": "the papers' figures and tables from stored studies",
             "claims": "each paper claim judged on the stored studies (--out .md or .csv)",
             "dashboard": "one offline HTML page comparing the stored studies' settings",
             "paired": "same-seed paired differences of a study's settings from a reference",
             "provenance": "every commit a stored study or table cites, checked against git",
-            "seeds-simulation": "the seed rule replayed on the stored 10-seed studies"}
+            "seeds-simulation": "the seed rule replayed on the stored 10-seed studies",
+            "report": "one offline Markdown page over stored studies: each with its provenance "
+                      "and best setting, the figures, the claims"}
 
 
 def analysis_command(argv: list[str]) -> int:
@@ -445,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] in ANALYSIS:     # its own parser, flags and --help
         return analysis_command(argv)
+    if argv and argv[0] == "study":      # the study's own parser, as its script has
+        from fcl.study_command import study_command
+        return study_command(argv[1:])
     try:
         check_config_early(argv)
     except ConfigError as e:

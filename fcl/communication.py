@@ -19,11 +19,9 @@ from fcl.config import RunConfig
 from fcl.data.datasets import load_dataset
 from fcl.data.federated import split_classes
 from fcl.federated.compression import FLOAT_BYTES, Codec, encoder
-from fcl.federated.knowledge_base import planned_nbytes
 from fcl.federated.participation import num_sampled
+from fcl.methods.registry import method
 from fcl.models.factory import build_model
-from fcl.models.fedpara import layer_ranks
-from fcl.models.zerofl import upload_density
 from fcl.models.task_state import Params, buffer_names, read_state, trainable_names
 
 BITS = (32, 8, 4, 2)
@@ -44,27 +42,15 @@ def full_model_nbytes(backbone: nn.Module, num_classes: int) -> int:
 def client_model_nbytes(model: nn.Module, cfg: RunConfig, knowledge: bool = True) -> int:
     """float32 bytes of the model one client stores (Table 4's "model size"): the frozen
     backbone and every task's module (`full`: the T whole-model copies, plus the frozen original
-    its contract keeps); FedWeIT: `fedweit_model_nbytes`, with its knowledge bases or
-    (`knowledge=False`) without them."""
-    if cfg.model.adapter == "fedweit":
-        return fedweit_model_nbytes(model, cfg.data.num_clients, knowledge)
+    its contract keeps); a method with its own messages counts its own (FedWeIT: with its
+    knowledge bases, or without them at `knowledge=False`)."""
+    own = method(cfg.model.adapter).messages
+    if own is not None:
+        return own.client_nbytes(model, cfg, knowledge)
     tensors = [*model.backbone.parameters(), *model.tasks.parameters(),
                *(b for b in model.backbone.buffers() if b.is_floating_point()),
                *(b for b in model.tasks.buffers() if b.is_floating_point())]
     return FLOAT_BYTES * sum(t.numel() for t in tensors)
-
-
-def fedweit_model_nbytes(model: nn.Module, num_clients: int, knowledge: bool = True) -> int:
-    """What one FedWeIT client stores, as the official code holds it: B, every task's masks,
-    adaptive kernels, norms and head, dense; with `knowledge`, also for every task but the
-    first a dense knowledge base of one slot per client (its own included) with its attention
-    (the code's `from_kb` and `atten`)."""
-    shared = sum(b.numel() for b in model.shared.values())
-    values = shared + sum(t.numel() for t in [*model.tasks.parameters(), *(
-        b for b in model.tasks.buffers() if b.is_floating_point())])
-    if knowledge:
-        values += (len(model.tasks) - 1) * num_clients * (shared + len(model.shared))
-    return FLOAT_BYTES * values
 
 
 def _data_shape(cfg: RunConfig) -> tuple[int, int]:
@@ -91,8 +77,10 @@ def params_report(cfg: RunConfig) -> dict:
     sent = params if cfg.compression.payload == "values" else \
         {n: torch.zeros_like(t) for n, t in params.items()}
     full = full_model_nbytes(model.backbone, classes[0])
-    messages = []
-    for bits in BITS if cfg.model.adapter != "fedweit" else ():
+    spec = method(cfg.model.adapter)
+    own = spec.messages
+    messages = own.rows(model, cfg, full) if own is not None else []
+    for bits in BITS if own is None else ():
         down = encoder(bits)({**params, **bufs})
         up = encoder(bits)({**sent, **bufs})
         messages.append({
@@ -100,13 +88,7 @@ def params_report(cfg: RunConfig) -> dict:
             "quantized_values": sum(q.shape.numel() for q in down.quantized.values()),
             "float32_values": sum(t.numel() for t in down.tensors.values()),
             "ratio_vs_full": 2 * full / (down.nbytes + up.nbytes)})
-    if cfg.model.adapter == "fedweit":     # its own sparse float32 messages, B not the task
-        down, up = planned_nbytes(dict(model.shared.items()), cfg.model.fedweit_sparsity,
-                                  cfg.model.fedweit_channels)
-        messages.append({"bits": 32, "bytes_down": down, "bytes_up": up, "quantized_values": 0,
-                         "float32_values": sum(b.numel() for b in model.shared.values()),
-                         "ratio_vs_full": 2 * full / (down + up)})
-    sparse = cfg.compression.prune > 0 or zerofl_density(cfg) > 0
+    sparse = cfg.compression.prune > 0 or upload_density(cfg) > 0
     if sparse:
         messages.append(sparse_message(cfg, {**params, **bufs}, {**sent, **bufs}, bufs, full))
     sampled = num_sampled(cfg.participation.fraction, cfg.data.num_clients)
@@ -122,7 +104,8 @@ def params_report(cfg: RunConfig) -> dict:
         "full_model_bytes": full, "client_model_bytes": client_model_nbytes(model, cfg),
         # FedWeIT without its knowledge bases (the other methods hold none: the same)
         "client_model_bytes_own": client_model_nbytes(model, cfg, knowledge=False),
-        "layer_ranks": layer_ranks(task),     # FedPara's R per layer ([] for the others)
+        # the rank of each low-rank layer (FedPara's R), in module order ([]: none)
+        "layer_ranks": spec.layer_ranks(task) if spec.layer_ranks else [],
         "messages": messages, "bits": cfg.compression.bits, "prune": cfg.compression.prune,
         "rounds": cfg.rounds, "clients_per_round": sampled,
         # TCC of the planned run (no stragglers): every round, each sampled client gets one
@@ -132,25 +115,24 @@ def params_report(cfg: RunConfig) -> dict:
     }
 
 
-def zerofl_density(cfg: RunConfig) -> float:
-    """ZeroFL's upload density of every conv kernel (0: ZeroFL off)."""
-    return upload_density(cfg.model.zerofl_sparsity, cfg.model.zerofl_mask_ratio) \
-        if cfg.model.adapter == "full" else 0.0
+def upload_density(cfg: RunConfig) -> float:
+    """The method's top-K share of each conv kernel in the uplink (ZeroFL; 0: dense)."""
+    return method(cfg.model.adapter).upload_density(cfg.model)
 
 
 def sparse_message(cfg: RunConfig, state: Params, upload: Params, buffers: Params,
                    full: int) -> dict:
     """Both links' bytes of a sparse message for the initial state, at `compression.prune`
     (the uplink, and the downlink with `prune_server`) or ZeroFL's top-K uplink (each conv
-    kernel at `zerofl_density`; the downlink dense); a sparse message's size depends on its
+    kernel at `upload_density`; the downlink dense); a sparse message's size depends on its
     values (ties, kept counts), so on a trained model the bytes move a little. The values-only
     sizes beside them."""
     codec = Codec.from_config(32, cfg.compression.payload, cfg.compression.prune,
-                              cfg.compression.prune_server, zerofl_density(cfg))
+                              cfg.compression.prune_server, upload_density(cfg))
     down = codec.message(state, buffers, down=True)
     up = codec.message(upload, buffers)
     how = {"prune": cfg.compression.prune} if cfg.compression.prune > 0 else \
-        {"zerofl": zerofl_density(cfg)}
+        {"top_k": upload_density(cfg)}
     return {"bits": 32, **how, "bytes_down": down.nbytes,
             "bytes_up": up.nbytes, "values_bytes_down": down.values_nbytes,
             "values_bytes_up": up.values_nbytes, "quantized_values": 0,
@@ -159,36 +141,12 @@ def sparse_message(cfg: RunConfig, state: Params, upload: Params, buffers: Param
 
 
 def describe_adapter(cfg: RunConfig) -> str:
-    m = cfg.model
-    if m.adapter == "lora":
-        parts = ["LoRA on every conv" + (" and the FC" if m.lora_on_head else ""),
-                 "norms " + ("trained" if m.lora_train_norms else "frozen")]
-        if not m.lora_on_head:
-            parts.append("FC trained")
-        return (f"lora (r={m.lora_rank}, alpha={m.lora_alpha:g}, scale "
-                f"{m.lora_alpha / m.lora_rank:g}; {', '.join(parts)})")
-    if m.adapter == "full" and m.zerofl_sparsity > 0:
-        return (f"full with ZeroFL (SWAT training at sparsity {m.zerofl_sparsity:g}; each conv "
-                f"kernel uploaded at its top {1 - m.zerofl_sparsity + m.zerofl_mask_ratio:g} "
-                f"by magnitude, sparse (row zf); norms, FC and the downlink dense)")
-    if m.adapter == "full":
-        return "full (every weight trained and sent: FedAvg)"
-    if m.adapter == "fedpara":
-        layers, dense = ("every conv and the FC", "norms") if m.fedpara_on_head else \
-            ("every conv", "norms and FC")
-        return (f"fedpara (gamma={m.fedpara_gamma:g}; {layers} W1 * W2 of low-rank factors, "
-                f"{dense} trained; the factors are sent)")
-    if m.adapter == "fedweit":
-        return (f"fedweit (B sent on {m.fedweit_channels} channels at sparsity "
-                f"{m.fedweit_sparsity:g}, lambda_1 {m.fedweit_lambda_l1:g}, lambda_2 "
-                f"{m.fedweit_lambda_l2:g}; per round below: B dense down, masked B up, without "
-                f"a task end's thresholded A or a task start's knowledge base)")
-    return m.adapter
+    return method(cfg.model.adapter).description(cfg.model)
 
 
 def format_report(rep: dict, cfg: RunConfig) -> str:
     parts = ", ".join(f"{k} {v:,}" for k, v in rep["trainable_by_part"].items())
-    fedweit = cfg.model.adapter == "fedweit"
+    own = method(cfg.model.adapter).messages
     lines = [
         f"full model  {rep['full_model_bytes'] // FLOAT_BYTES:,} values (backbone + FC head + "
         f"norm statistics: FedAvg's message) = {rep['full_model_bytes']:,} B in float32",
@@ -198,7 +156,7 @@ def format_report(rep: dict, cfg: RunConfig) -> str:
         f"data        {rep['data']}: {rep['in_channels']} input channels, classes per task "
         f"{rep['classes_per_task']}",
         f"task 0      trainable {rep['trainable_params']:,} ({parts}); " + (
-            "private to the client, the shared B is what is sent" if fedweit else
+            own.sent if own else
             f"communicated per message {rep['trainable_params'] + rep['buffer_values']:,} "
             f"values ({rep['buffer_values']:,} of them norm statistics)"),
         f"in memory   {rep['total_params']:,} parameters (frozen backbone "
@@ -206,10 +164,10 @@ def format_report(rep: dict, cfg: RunConfig) -> str:
         f"{len(rep['classes_per_task'])} task module(s))",
         f"stored      {rep['client_model_bytes']:,} B in float32 per client (its model with "
         f"every task: Table 4's model size)" + (
-            f"; {rep['client_model_bytes_own']:,} B without the knowledge bases" if fedweit
-            else ""),
+            f"; {rep['client_model_bytes_own']:,} B without the knowledge bases"
+            if rep["client_model_bytes_own"] != rep["client_model_bytes"] else ""),
         "",
-        "bytes per message, each link (down: B; up: B's kept channels + their mask)" if fedweit
+        f"bytes per message, each link ({own.links})" if own
         else f"bytes per message, each link (down: the task's server state; up: the client's "
         f"{'trained values' if cfg.compression.payload == 'values' else 'delta'} + norm "
         "statistics)",
@@ -217,26 +175,26 @@ def format_report(rep: dict, cfg: RunConfig) -> str:
         f"{'up B':>12} {'vs full':>8}",
     ]
     last = rep["messages"][-1]
-    sparse = "prune" in last or "zerofl" in last       # the run's own message is the last row
+    sparse = "prune" in last or "top_k" in last        # the run's own message is the last row
     for m in rep["messages"]:
         mine = m is last if sparse else m["bits"] == rep["bits"]
         mark = " *" if mine else ""
         bits = f"p{m['prune']:g}" if "prune" in m else \
-            f"zf{m['zerofl']:g}" if "zerofl" in m else m["bits"]
+            f"k{m['top_k']:g}" if "top_k" in m else m["bits"]
         lines.append(f"{bits:>5} {m['quantized_values']:>17,} {m['float32_values']:>15,} "
                      f"{m['bytes_down']:>12,} {m['bytes_up']:>12,} "
                      f"{m['ratio_vs_full']:>7.2f}x{mark}")
     prune_note = f", compression.prune={rep['prune']:g}" if "prune" in last else \
-        f", ZeroFL upload density {last['zerofl']:g}" if "zerofl" in last else ""
+        f", top-K upload density {last['top_k']:g}" if "top_k" in last else ""
     if "prune" in last:
         lines.append(f"p{last['prune']:g}: compression.prune on the initial state, sparse "
                      f"(count + values + bitmap or indices); values only: down "
                      f"{last['values_bytes_down']:,} B, up {last['values_bytes_up']:,} B")
-    if "zerofl" in last:
-        lines.append(f"zf{last['zerofl']:g}: ZeroFL's uplink on the initial state, each conv "
-                     f"kernel at its top {last['zerofl']:g} by magnitude, sparse (count + "
-                     f"values + bitmap or indices), the downlink dense; values only: up "
-                     f"{last['values_bytes_up']:,} B")
+    if "top_k" in last:
+        lines.append(f"k{last['top_k']:g}: the method's top-K uplink (ZeroFL's) on the initial "
+                     f"state, each conv kernel at its top {last['top_k']:g} by magnitude, sparse "
+                     f"(count + values + bitmap or indices), the downlink dense; values only: "
+                     f"up {last['values_bytes_up']:,} B")
     lines += ["",
               f"run (* = compression.bits={rep['bits']}{prune_note}): {rep['rounds']} rounds x "
               f"{rep['clients_per_round']} clients, no stragglers: TCC "

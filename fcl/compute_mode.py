@@ -22,13 +22,15 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import dataclass, replace
-from typing import Callable, ContextManager
+from typing import TYPE_CHECKING, Callable, ContextManager
 
 import torch
 from torch import nn
 
-from fcl.config import RuntimeConfig
 from fcl.data.federated import FederatedData
+
+if TYPE_CHECKING:
+    from fcl.config import RuntimeConfig
 
 AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "bf16": torch.bfloat16}
 

@@ -15,29 +15,38 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Iterator
 
+from fcl.config_error import ConfigError, one_line  # noqa: F401  (re-exported)
 from fcl.data.domains import parse_domains
+from fcl.methods import registry
 from fcl.models.stages import stage_channels
 
 
-def one_line(text: str) -> str:
-    """`text` with every unprintable character (newline, tab, U+001E, ...) escaped: what a user
-    typed can make an error message no more than one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+class Registered:
+    """The allowed values of a key that names a registered thing (model.adapter: the methods
+    in `fcl.methods.registry`), read when asked, so a method registered later is allowed."""
+
+    def __init__(self, names: Callable[[], tuple[str, ...]]):
+        self._names = names
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __contains__(self, value: Any) -> bool:
+        return value in self._names()
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __str__(self) -> str:
+        return ", ".join(self._names())
 
 
-class ConfigError(ValueError):
-    """A bad key or value; `str()` is the one line the CLI prints after `error: `."""
+class MethodsHelp:
+    """model.adapter's help: every registered method's own summary, read when asked."""
 
-    def __init__(self, key: str, value: Any, why: str, allowed: str):
-        self.key, self.value, self.why, self.allowed = key, value, why, allowed
-        super().__init__(one_line(f"{key}={value}: {why}; allowed: {allowed}"))
-
-    def __reduce__(self):
-        # pickle rebuilds an exception as cls(*self.args), one argument here: Ray does that to
-        # bring a trial's error to the driver, which then saw a TypeError instead of this line
-        return type(self), (self.key, self.value, self.why, self.allowed)
+    def __str__(self) -> str:
+        return "the continual method (fcl/methods/<name>/): " + "; ".join(
+            m.summary for m in registry.methods().values())
 
 
 def opt(default: Any, help: str, choices: tuple | None = None,
@@ -46,7 +55,8 @@ def opt(default: Any, help: str, choices: tuple | None = None,
     """A config field with its documentation and its range check; `aliases` are words a user
     may type for a value (eval.batch_size=auto is 0), turned into it where the value is parsed."""
     meta = {"help": help, "choices": choices, "check": check, "aliases": aliases or {},
-            "allowed": allowed or (", ".join(map(str, choices)) if choices else None)}
+            "allowed": allowed or (choices if isinstance(choices, Registered) else
+                                   ", ".join(map(str, choices)) if choices else None)}
     return field(default=default, metadata=meta)
 
 
@@ -135,13 +145,7 @@ class ModelConfig:
     weights: str = opt("", "backbone checkpoint to load (written by `fcl pretrain`, or a "
                            "torchvision resnet18 state_dict): a file path, or fcl:NAME = one "
                            "shipped in the package (fcl/weights/README.md); empty = none")
-    adapter: str = opt("nettailor", "per-task trainable module: NetTailor proxies, FLoCoRA's LoRA "
-                                    "adapters, full = the whole model trained and sent "
-                                    "(FedAvg baseline), fedweit = FedWeIT's decomposed "
-                                    "layers (Yoon et al. 2021; fcl/federated/fedweit.py), or "
-                                    "fedpara = the whole model with FedPara's low-rank "
-                                    "Hadamard convs, their factors sent (fcl/models/fedpara.py)",
-                       choices=("nettailor", "lora", "full", "fedweit", "fedpara"))
+    adapter: str = opt("nettailor", MethodsHelp(), choices=Registered(registry.names))
     proxy_depth: int = opt(3, "k: each block receives proxies from the k previous blocks",
                            check=lambda v: 0 <= v <= 16,   # ResNet-18 has 8 blocks: 16 is ample
                            allowed="0 <= k <= 16 (larger than the blocks: all previous ones)")
@@ -210,19 +214,19 @@ class ModelConfig:
     fedpara_on_head: bool = opt(False, "fedpara only: the final FC parameterised too, W = "
                                        "(X1 Y1^T) * (X2 Y2^T) (false: a dense FC, as Flower's "
                                        "VGG-16 keeps its classifier)")
-    zerofl_sparsity: float = opt(0.0, "full only: ZeroFL's sparsity s (Qiu et al. 2022; "
-                                      "fcl/models/zerofl.py): SWAT's sparse local training, "
+    zerofl_sparsity: float = opt(0.0, "zerofl only: ZeroFL's sparsity s (Qiu et al. 2022; "
+                                      "fcl/methods/zerofl/): SWAT's sparse local training, "
                                       "every conv forward with its top (1 - s) weights by "
                                       "magnitude, weight gradients from the top (1 - s) input "
                                       "activations, the dense weights updated; norms and FC "
-                                      "dense (0 = off; the paper's 0.9)",
+                                      "dense (model.adapter=zerofl needs s > 0; the paper's "
+                                      "0.9)",
                                  check=lambda v: 0 <= v < 1,
-                                 allowed="0 (off), 0.9 (the paper's) or any 0 <= s < 1")
-    zerofl_mask_ratio: float = opt(0.0, "ZeroFL's mask ratio r: each conv kernel is uploaded "
-                                        "at its top (1 - s) + r by magnitude, sparse (count + "
-                                        "values + bitmap or indices, as compression.prune); "
-                                        "needs model.zerofl_sparsity > 0 and r <= s (the "
-                                        "paper's 0, 0.1, 0.2)",
+                                 allowed="0.9 (the paper's) or any 0 < s < 1 for zerofl")
+    zerofl_mask_ratio: float = opt(0.0, "zerofl only: ZeroFL's mask ratio r: each conv kernel "
+                                        "is uploaded at its top (1 - s) + r by magnitude, "
+                                        "sparse (count + values + bitmap or indices, as "
+                                        "compression.prune); r <= s (the paper's 0, 0.1, 0.2)",
                                    check=lambda v: 0 <= v < 1,
                                    allowed="0, 0.1, 0.2 (the paper's) or any 0 <= r <= "
                                            "model.zerofl_sparsity")
@@ -239,33 +243,11 @@ class ModelConfig:
                 raise ConfigError("model.norm_groups", self.norm_groups, f"does not divide "
                                   f"{odd[0]}, the channels of a {self.backbone} layer{at}",
                                   f"a divisor of {math.gcd(*channels)}")
-        if self.adapter == "fedpara":           # its weights are its factors' random start
-            for key, off in (("pretrained", "none"), ("weights", "")):
-                if getattr(self, key) != off:
-                    raise ConfigError(f"model.{key}", getattr(self, key), "model.adapter="
-                                      "fedpara starts every conv from random factors, so a "
-                                      "loaded backbone's conv weights would go unused",
-                                      off or "empty")
-        self._check_zerofl()
         if self.pretrained == "imagenet":      # torchvision's architecture, nothing else loads
             for key, want in (("backbone", "resnet18"), ("stem", "imagenet"), ("norm", "batch")):
                 if getattr(self, key) != want:
                     raise ConfigError(f"model.{key}", getattr(self, key), "model.pretrained="
                                       "imagenet needs torchvision's ResNet-18", want)
-
-
-    def _check_zerofl(self) -> None:
-        s, r = self.zerofl_sparsity, self.zerofl_mask_ratio
-        if s > 0 and self.adapter != "full":
-            raise ConfigError("model.zerofl_sparsity", s, f"ZeroFL trains and sends the whole "
-                              f"model, not model.adapter={self.adapter}",
-                              "0 unless model.adapter=full")
-        if r > 0 and s == 0:
-            raise ConfigError("model.zerofl_mask_ratio", r, "no ZeroFL upload at "
-                              "model.zerofl_sparsity=0", "0, or set model.zerofl_sparsity > 0")
-        if r > s:
-            raise ConfigError("model.zerofl_mask_ratio", r, f"the upload density (1 - s) + r "
-                              f"would pass 1 at model.zerofl_sparsity={s:g}", f"0 <= r <= {s:g}")
 
 
 @dataclass(frozen=True)
@@ -407,33 +389,27 @@ class RunConfig:
     def __post_init__(self):
         for key, value, meta, _ in iter_fields(self):
             check_value(key, value, meta)
-        if self.model.adapter == "fedweit":     # its own messages (fcl/federated/fedweit.py)
-            for key, want in (("compression.bits", 32), ("client.algorithm", "sgd")):
-                section, name = key.split(".")
-                if getattr(getattr(self, section), name) != want:
-                    raise ConfigError(key, getattr(getattr(self, section), name),
-                                      "model.adapter=fedweit sends its own sparse float32 "
-                                      "messages with its own client loss", str(want))
+        self._check_method()
         self._check_pruning()
         if self.rounds % self.data.num_tasks:
             raise ConfigError("rounds", self.rounds, f"not a multiple of data.num_tasks="
                               f"{self.data.num_tasks}", "a multiple of data.num_tasks")
+
+    def _check_method(self) -> None:
+        """The method's own rules across sections, and a config spelled as a method was before
+        it had its own name (`full` with a ZeroFL sparsity) refused with that name."""
+        model = {f"model.{f.name}": getattr(self.model, f.name) for f in fields(self.model)}
+        for m in registry.methods().values():
+            if m.name != self.model.adapter and m.spelled_before and m.spelled_before(model):
+                raise ConfigError("model.adapter", self.model.adapter, f"with these settings it "
+                                  f"is {m.name}, now a method of its own", m.name)
+        registry.method(self.model.adapter).check(self)
 
     def _check_pruning(self) -> None:
         c = self.compression
         if c.prune > 0 and c.bits != 32:
             raise ConfigError("compression.prune", c.prune, f"pruning sends float32 values, "
                               f"not compression.bits={c.bits}", "0 unless compression.bits=32")
-        if c.prune > 0 and self.model.adapter == "fedweit":
-            raise ConfigError("compression.prune", c.prune, "model.adapter=fedweit sends its "
-                              "own sparse messages", "0")
-        if self.model.zerofl_sparsity > 0:     # its own sparse float32 uplink
-            for key, value, want in (("compression.bits", c.bits, 32),
-                                     ("compression.prune", c.prune, 0.0),
-                                     ("compression.payload", c.payload, "values")):
-                if value != want:
-                    raise ConfigError(key, value, "model.zerofl_sparsity > 0 sends each conv "
-                                      "kernel's top-K trained values in float32", str(want))
         if c.prune_server and c.prune == 0:
             raise ConfigError("compression.prune_server", "true", "nothing to prune at "
                               "compression.prune=0", "false, or set compression.prune > 0")
@@ -472,7 +448,8 @@ def iter_fields(cfg: RunConfig) -> Iterator[tuple[str, Any, dict, type]]:
 def check_value(key: str, value: Any, meta: dict) -> None:
     choices, check = meta.get("choices"), meta.get("check")
     if choices and value not in choices:
-        raise ConfigError(key, value, "unknown value", meta["allowed"])
+        hint = did_you_mean(value, map(str, choices)) if isinstance(value, str) else ""
+        raise ConfigError(key, value, "unknown value", hint + str(meta["allowed"]))
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(key, value, "not a finite number", meta.get("allowed") or "a number")
     if check and not check(value):
@@ -555,22 +532,14 @@ def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
     return replace(cfg, **top)      # RunConfig.__post_init__ validates the whole
 
 
-# The keys only one method reads: (the key that picks the method, its value) -> its keys. A key
-# given for a run of another method would be accepted and do nothing (a forgotten
+# The keys only one method (or client algorithm) reads: (the key that picks it, its value) -> its
+# keys. A key given for a run of another method would be accepted and do nothing (a forgotten
 # `model.adapter=lora` runs FedAvg without a word), so `check_read` refuses it. Presets and
 # studies may set them for every method (FLoCoRA's recipe names LoRA's rank for its FedAvg
 # rows too): only the keys a user gives are checked.
-METHOD_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("model.adapter", "lora"): ("model.lora_rank", "model.lora_alpha", "model.lora_on_head",
-                                "model.lora_train_norms"),
-    ("model.adapter", "fedpara"): ("model.fedpara_gamma", "model.fedpara_on_head"),
-    ("model.adapter", "nettailor"): ("model.proxy_depth", "model.node_relu", "model.gate_init",
-                                     "model.complexity_penalty"),
-    ("model.adapter", "fedweit"): tuple(f"model.fedweit_{k}" for k in (
-        "lambda_l1", "lambda_l2", "weight_decay", "sparsity", "channels", "past", "optimizer",
-        "bwt_clients")),
-    ("client.algorithm", "fedprox"): ("client.prox_mu",),
-}
+def method_keys() -> dict[tuple[str, str], tuple[str, ...]]:
+    return {**{("model.adapter", m.name): m.keys for m in registry.methods().values() if m.keys},
+            ("client.algorithm", "fedprox"): ("client.prox_mu",)}
 
 
 def check_read(cfg: RunConfig | list[RunConfig], given: dict[str, Any]) -> None:
@@ -579,7 +548,7 @@ def check_read(cfg: RunConfig | list[RunConfig], given: dict[str, Any]) -> None:
     them reads."""
     cfgs = cfg if isinstance(cfg, list) else [cfg]
     flats = None
-    for (picker, method), keys in METHOD_KEYS.items():
+    for (picker, method), keys in method_keys().items():
         for key in (k for k in keys if k in given):
             flats = flats or [c.to_flat() for c in cfgs]
             runs = sorted({str(f[picker]) for f in flats})

@@ -30,9 +30,12 @@ carries a quantization error (the error is relative to the update, not to the we
 Both are the same at compression.bits=32. This module imports no Ray.
 
 A continual method whose clients keep private per-task state and send other messages than a
-task module's tensors (FedWeIT, `fcl.federated.fedweit`) is a `RoundMethod`: it runs its own
-round over the same plan (schedule, participation, server optimizer, evaluation rounds) and
-keeps its state in `RunState.method`, so records, totals, checkpoints and resume are shared.
+task module's tensors (FedWeIT, `fcl.methods.fedweit.round`) gives a `RoundMethod` in its
+`Method` value: it runs its own round over the same plan (schedule, participation, server
+optimizer, evaluation rounds) and keeps its state in `RunState.method`, so records, totals,
+checkpoints and resume are shared. The round's types and shared steps sit below both
+(`fcl.federated.round`); the engine asks a method only through its `Method` value
+(`fcl.methods.registry`).
 
 A reporting client is sampled, not a straggler, and holds samples of its task this round; one
 with an empty shard (a skewed partition at data.min_client_samples=0) received the broadcast
@@ -63,63 +66,37 @@ from fcl.data.federated import FederatedData, build_federated_data
 from fcl.federated.aggregate import AGGREGATES, cosine_distance, subtract, weighted_mean
 from fcl.federated.batched_clients import batched_updates
 from fcl.federated.client import ClientUpdate, TaskNames, Trainer, local_train
-from fcl.federated.client_algorithms import ALGORITHMS, ClientAlgorithm
+from fcl.federated.client_algorithms import ALGORITHMS
 from fcl.federated.compression import Codec
 from fcl.federated.participation import participation
-from fcl.federated.server_opt import OptState, ServerOptimizer, server_optimizer
+from fcl.federated.round import (  # noqa: F401  (the round's types, also named here)
+    Downlink,
+    Plan,
+    Report,
+    RoundMethod,
+    RunState,
+    TaskChange,
+    TaskServerState,
+    Totals,
+    Uplink,
+    add_totals,
+    diverged,
+    evaluate,
+    holding_data,
+    mean_drift,
+    ratio,
+    round_record,
+    task_hits,
+)
+from fcl.federated.server_opt import server_optimizer
 from fcl.federated.task_schedule import task_schedule
+from fcl.methods.registry import method
 from fcl.metrics import acc, bwt_f, bwt_f_literal, eval_rounds
 from fcl.models.factory import build_model
 from fcl.models.pretrained import input_stats
-from fcl.models.task_state import (
-    Params,
-    buffer_names,
-    load_state_,
-    read_state,
-    trainable_names,
-)
-from fcl.models.zerofl import upload_density
-from fcl.records import RoundRecord, RunSummary, TaskRecord, mean_finite
+from fcl.models.task_state import Params, buffer_names, load_state_, read_state, trainable_names
+from fcl.records import RoundRecord, RunSummary
 from fcl.seeding import generator
-
-
-@dataclass(frozen=True)
-class TaskServerState:
-    params: Params                   # trainable tensors (what the FedOpt step moves)
-    buffers: Params                  # norm running statistics (weighted means)
-    opt: OptState
-
-
-@dataclass(frozen=True)
-class Totals:
-    """Running sums over the rounds so far (what the summary needs, without the history)."""
-    bytes_up: int = 0
-    bytes_down: int = 0
-    samples: int = 0                 # training samples processed (for throughput)
-    full_bytes: int = 0              # what full-model float32 FedAvg would have sent so far
-    drift_sum: float = 0.0           # of the rounds' drift, over rounds where clients reported
-    drift_rounds: int = 0
-    diverged_round: int = -1         # the first round that diverged (`diverged`), -1: none
-
-    @property
-    def tcc(self) -> int:
-        return self.bytes_up + self.bytes_down
-
-
-@dataclass(frozen=True)
-class RunState:
-    """Everything needed to continue a run after round `next_round - 1` (a checkpoint)."""
-    next_round: int
-    tasks: tuple[TaskServerState, ...]
-    accuracy: torch.Tensor           # (T, R) float64, NaN where not evaluated yet
-    first_update: tuple[float, ...]  # per task, first round with a server update (inf: none)
-    totals: Totals = Totals()
-    algorithm: Any = None            # the client algorithm's own state (SCAFFOLD's controls)
-    method: Any = None               # a method with its own round: its state (FedWeIT's B,
-    #                                  knowledge base and clients' private task states)
-    held_accuracy: torch.Tensor | None = None  # (T, R) per-client task models (FedWeIT): the
-    #                                  mean over the clients that held the task before the round
-    #                                  (`fcl.metrics`); None: one global model, `accuracy`
 
 
 @dataclass(frozen=True)
@@ -134,84 +111,35 @@ class RunResult:
         return [t for rec in self.records for t in rec.tasks]
 
 
-@dataclass(frozen=True)
-class RoundMethod:
-    """A continual method whose clients keep private per-task state and whose messages are
-    not a task module's tensors (FedWeIT: `fcl.federated.fedweit`): it runs its own round
-    over the same schedule, participation, server optimizer, evaluation rounds and records.
-    `init(plan)` gives its part of the `RunState` (`RunState.method`)."""
-    init: Callable[["Plan"], Any]
-    run_round: Callable[["Plan", RunState, int], tuple[RunState, RoundRecord]]
-
-
-# model.adapter -> the module whose METHOD runs the round; the others use `run_round` below
-ROUND_METHODS = {"fedweit": "fcl.federated.fedweit"}
-
-
-def round_method(adapter: str) -> RoundMethod | None:
-    if adapter not in ROUND_METHODS:
-        return None
-    import importlib            # not at the top: that module builds on this one
-    return importlib.import_module(ROUND_METHODS[adapter]).METHOD
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What the config decides for the whole run, resolved once."""
-    cfg: RunConfig
-    trainer: Trainer                 # model, data, client.*, forward context
-    names: list[TaskNames]           # per task
-    schedule: torch.Tensor           # (R, N): the task of each client in each round
-    server: ServerOptimizer
-    algorithm: ClientAlgorithm
-    codec: Codec
-    aggregate: Callable[[list[Params], list[float]], Params]
-    due: frozenset[int]              # rounds evaluated
-    full_nbytes: list[int]           # per task: one full-model float32 FedAvg message
-    device: str = "cpu"              # where it computes, and in which precision (the summary's)
-    precision: str = "fp32"
-    layout: str = "nchw"             # run.channels_last resolved: nhwc or nchw
-    batched_clients: bool = False    # run.client_batching resolved
-    eval_batch: int = 1024           # eval.batch_size resolved for the device (auto: 0)
-    eval_channels_last: bool = False  # evaluation batches in NHWC (compute_mode)
-    method: RoundMethod | None = None  # a method with its own round (None: task modules)
-
-    @classmethod
-    def build(cls, cfg: RunConfig, model: nn.Module, data: FederatedData,
-              compute: ComputeMode | None = None) -> "Plan":
-        T, N, R = data.num_tasks, data.num_clients, cfg.rounds
-        forward = compute.forward_context if compute is not None else contextlib.nullcontext
-        device = compute.device if compute is not None else torch.device("cpu")
-        return cls(
-            cfg=cfg, trainer=Trainer(model, data, cfg.client, forward),
-            names=[TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
-            schedule=task_schedule(cfg.schedule.order, T, N, R, cfg.seed),
-            server=server_optimizer(cfg.server), algorithm=ALGORITHMS[cfg.client.algorithm],
-            codec=Codec.from_config(cfg.compression.bits, cfg.compression.payload,
-                                    cfg.compression.prune, cfg.compression.prune_server,
-                                    upload_density(cfg.model.zerofl_sparsity,
-                                                   cfg.model.zerofl_mask_ratio)),
-            aggregate=AGGREGATES[cfg.server.aggregate],
-            due=frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
-            full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
-            device=str(device), precision=compute.precision if compute is not None else "fp32",
-            layout=compute.layout if compute is not None else "nchw",
-            batched_clients=cfg.model.adapter not in ROUND_METHODS and (
-                compute.client_batching if compute is not None else
-                resolve_client_batching(cfg.run.client_batching, device)),
-            eval_batch=eval_batch_size(cfg.eval.batch_size, device,
-                                       lambda: model_activation_bytes(model, data)),
-            eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
-                                                  device),
-            method=round_method(cfg.model.adapter))
-
-    @property
-    def model(self) -> nn.Module:
-        return self.trainer.model
-
-    @property
-    def data(self) -> FederatedData:
-        return self.trainer.data
+def build_plan(cfg: RunConfig, model: nn.Module, data: FederatedData,
+               compute: ComputeMode | None = None) -> Plan:
+    """What the config decides for the whole run, resolved once; the method's own round, if it
+    has one, and its uplink's top-K share from its `Method` value."""
+    T, N, R = data.num_tasks, data.num_clients, cfg.rounds
+    forward = compute.forward_context if compute is not None else contextlib.nullcontext
+    device = compute.device if compute is not None else torch.device("cpu")
+    own = method(cfg.model.adapter)
+    return Plan(
+        cfg=cfg, trainer=Trainer(model, data, cfg.client, forward),
+        names=[TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
+        schedule=task_schedule(cfg.schedule.order, T, N, R, cfg.seed),
+        server=server_optimizer(cfg.server), algorithm=ALGORITHMS[cfg.client.algorithm],
+        codec=Codec.from_config(cfg.compression.bits, cfg.compression.payload,
+                                cfg.compression.prune, cfg.compression.prune_server,
+                                own.upload_density(cfg.model)),
+        aggregate=AGGREGATES[cfg.server.aggregate],
+        due=frozenset(eval_rounds(R, cfg.rounds_per_phase, cfg.eval.every)),
+        full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
+        device=str(device), precision=compute.precision if compute is not None else "fp32",
+        layout=compute.layout if compute is not None else "nchw",
+        batched_clients=own.round is None and (
+            compute.client_batching if compute is not None else
+            resolve_client_batching(cfg.run.client_batching, device)),
+        eval_batch=eval_batch_size(cfg.eval.batch_size, device,
+                                   lambda: model_activation_bytes(model, data)),
+        eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
+                                              device),
+        method=own.round() if own.round else None)
 
 
 def model_activation_bytes(model: nn.Module, data: FederatedData) -> int:
@@ -252,35 +180,6 @@ def initial_state(plan: Plan) -> RunState:
     return replace(state, method=plan.method.init(plan)) if plan.method else state
 
 
-@torch.inference_mode()
-def evaluate(model: torch.nn.Module, data: FederatedData, batch_size: int,
-             forward_context: Callable = contextlib.nullcontext,
-             channels_last: bool = False) -> torch.Tensor:
-    """Test accuracy (percent) of every task, one host sync for all of them. `channels_last`:
-    batches in NHWC order (faster convolutions on some devices; `compute_mode`)."""
-    model.eval()
-    correct = [task_hits(model, data, t, batch_size, forward_context, channels_last)
-               for t in range(data.num_tasks)]
-    sizes = torch.tensor([len(td.test_y) for td in data.tasks], dtype=torch.float64)
-    return torch.stack(correct).cpu().double() * 100.0 / sizes
-
-
-def task_hits(model: torch.nn.Module, data: FederatedData, t: int, batch_size: int,
-              forward_context: Callable = contextlib.nullcontext,
-              channels_last: bool = False) -> torch.Tensor:
-    """Correct test predictions of task t (a device tensor; the model in eval mode)."""
-    td = data.tasks[t]
-    hits = torch.zeros((), dtype=torch.long, device=td.test_y.device)
-    for start in range(0, len(td.test_y), batch_size):
-        x = data.normalise(td.test_x[start:start + batch_size])
-        if channels_last and x.dim() == 4:      # else as stored (NHWC data stays NHWC)
-            x = x.contiguous(memory_format=torch.channels_last)
-        with forward_context():
-            logits = model(x, t)
-        hits += (logits.argmax(1) == td.test_y[start:start + batch_size]).sum()
-    return hits
-
-
 def start(cfg: RunConfig, data: FederatedData | None = None,
           model: torch.nn.Module | None = None, resume: RunState | None = None
           ) -> tuple[Plan, RunState]:
@@ -298,7 +197,7 @@ def start(cfg: RunConfig, data: FederatedData | None = None,
     data = compute.data(data.with_stats(input_stats(cfg.model, data.image_shape[0])))
     if model is None:
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    plan = Plan.build(cfg, compute.model(model), data, compute)
+    plan = build_plan(cfg, compute.model(model), data, compute)
     state = to_device(resume or initial_state(plan), compute.device)
     for t, ts in enumerate(state.tasks):
         load_state_(plan.model.tasks[t], plan.codec.served({**ts.params, **ts.buffers}))
@@ -340,18 +239,6 @@ def run_round(plan: Plan, state: RunState, r: int) -> tuple[RunState, RoundRecor
     return state, round_record(plan, state, down, updates, changes, r, t_start)
 
 
-@dataclass(frozen=True)
-class Downlink:
-    """What round r's participation sample receives."""
-    sampled: tuple[int, ...]
-    reporting: tuple[int, ...]       # those that train and report: not straggling, with data
-    tasks_of: list[int]              # the task of every client this round
-    start: dict[int, Params]         # per task: the state its clients decode and start from
-    extra: dict[int, Params]         # per task: the client algorithm's message, decoded
-    nbytes: int
-    full_nbytes: int                 # what full-model FedAvg would have sent
-
-
 def broadcast(plan: Plan, state: RunState, r: int) -> Downlink:
     """One message per task (every client of the task gets the same), counted per client."""
     cfg = plan.cfg
@@ -368,38 +255,6 @@ def broadcast(plan: Plan, state: RunState, r: int) -> Downlink:
     tasks = [tasks_of[c] for c in part.sampled]
     return Downlink(part.sampled, holding_data(plan, part.reporting, tasks_of), tasks_of, start,
                     extra, sum(cost[t] for t in tasks), sum(plan.full_nbytes[t] for t in tasks))
-
-
-def holding_data(plan: Plan, reporting: tuple[int, ...], tasks_of: list[int]
-                 ) -> tuple[int, ...]:
-    """The reporting clients that hold samples of their task this round. A client with an
-    empty shard (data.min_client_samples=0 with a skewed partition) is like a straggler: it
-    received the broadcast (counted in bytes_down) and sends nothing (no report, no bytes_up,
-    no drift or loss); a task none of whose clients report gets no server update that round."""
-    shards = [td.shards for td in plan.data.tasks]
-    return tuple(c for c in reporting if len(shards[tasks_of[c]][c]))
-
-
-@dataclass(frozen=True)
-class Report:
-    """One client's update as the server decodes it."""
-    client: int
-    task: int
-    delta: Params                    # trainable: the server's delta; buffers: their values
-    weight: int                      # |D_c|
-    extra: Params                    # the client algorithm's message (SCAFFOLD: Delta c_i)
-    drift: torch.Tensor
-    loss: torch.Tensor
-
-
-@dataclass(frozen=True)
-class Uplink:
-    reports: tuple[Report, ...]
-    nbytes: int
-    full_nbytes: int
-    samples: int
-    drift: float                     # Eq. 2: mean over reports of drift / K (NaN: no report)
-    algorithm: Any                   # the client algorithm's state after the clients' side
 
 
 def client_updates(plan: Plan, state: RunState, down: Downlink, r: int) -> Uplink:
@@ -431,16 +286,6 @@ def client_updates(plan: Plan, state: RunState, down: Downlink, r: int) -> Uplin
                   mean_drift(plan, reports), algo_state)
 
 
-def mean_drift(plan: Plan, reports: list[Report]) -> float:
-    """Eq. 2: sum over epochs of ||P_k - P_0||^2 / K, averaged over the reporting clients."""
-    if not reports:
-        return math.nan
-    total = torch.zeros((), dtype=torch.float64, device=plan.data.mean.device)
-    for rep in reports:
-        total = total + rep.drift.double() / plan.cfg.client.local_epochs
-    return float(total) / len(reports)
-
-
 def _train_one(plan: Plan, state: RunState, c: int, t: int, start: Params, extra: Params,
                r: int) -> ClientUpdate:
     algo, names = plan.algorithm, plan.names[t]
@@ -460,13 +305,6 @@ def _encode_update(plan: Plan, server: Params, start: Params, up: ClientUpdate,
     if plan.codec.values:      # the server's delta: the dequantized values minus its own state
         got = {**got, **subtract({n: got[n] for n in names.trainable}, server)}
     return got, nbytes
-
-
-@dataclass(frozen=True)
-class TaskChange:
-    reports: int
-    cos_head: torch.Tensor
-    cos_module: torch.Tensor
 
 
 def server_update(plan: Plan, state: RunState, down: Downlink, up: Uplink, r: int
@@ -501,20 +339,6 @@ def server_update(plan: Plan, state: RunState, down: Downlink, up: Uplink, r: in
                    algorithm=algo_state, totals=totals), changes
 
 
-def diverged(up: Uplink, updated: list[TaskServerState], bound: float) -> bool:
-    """Whether a round diverged: its reports' mean training loss is not finite or above `bound`
-    (run.divergence_loss, 1e3 by default; 0: no bound), or an updated server state is not
-    finite. Cross-entropy starts near ln C (below 7 even for 1000 classes) and falls as a run
-    learns; a diverging run passes 1e3 within a round or two (server.lr=1e6 reached 1e6). A
-    diverged run goes on to its last round, as any other, and exits 0: an LR grid with diverged
-    corners is data, and its cells keep their numbers, marked."""
-    if up.reports:
-        loss = float(torch.stack([rep.loss for rep in up.reports]).mean())
-        if not math.isfinite(loss) or (bound > 0 and loss > bound):
-            return True
-    return any(not bool(torch.isfinite(v).all()) for ts in updated for v in ts.params.values())
-
-
 def evaluate_if_due(plan: Plan, state: RunState, r: int) -> RunState:
     if r not in plan.due:
         return state
@@ -522,42 +346,6 @@ def evaluate_if_due(plan: Plan, state: RunState, r: int) -> RunState:
     accuracy[:, r] = evaluate(plan.model, plan.data, plan.eval_batch, plan.trainer.forward,
                               plan.eval_channels_last)
     return replace(state, accuracy=accuracy)
-
-
-def round_record(plan: Plan, state: RunState, down: Downlink, up: Uplink,
-                 changes: dict[int, TaskChange], r: int, t_start: float) -> RoundRecord:
-    """The round's record (after `server_update` and `evaluate_if_due`)."""
-    n, totals = len(up.reports), state.totals
-    evaluated = r in plan.due
-    accuracy = state.accuracy[:, r]
-    held = state.held_accuracy[:, r] if state.held_accuracy is not None else \
-        torch.full_like(accuracy, math.nan)
-    tasks = tuple(TaskRecord(
-        round=r, task=t, accuracy=float(accuracy[t]) if evaluated else math.nan,
-        # math.nan itself, not a new NaN: records compare equal as their rows do
-        accuracy_held=float(held[t]) if evaluated and not torch.isnan(held[t]) else math.nan,
-        reports=changes[t].reports if t in changes else 0,
-        cos_head=float(changes[t].cos_head) if t in changes else math.nan,
-        cos_module=float(changes[t].cos_module) if t in changes else math.nan)
-        for t in range(plan.data.num_tasks))
-    return RoundRecord(
-        round=r, phase=r // plan.cfg.rounds_per_phase, tasks_trained=tuple(sorted(changes)),
-        clients_sampled=len(down.sampled), clients_reporting=n, drift=up.drift,
-        train_loss=float(torch.stack([rep.loss for rep in up.reports]).mean()) if n
-        else math.nan,
-        cos_head=mean_finite([float(ch.cos_head) for ch in changes.values()]),
-        cos_module=mean_finite([float(ch.cos_module) for ch in changes.values()]),
-        bytes_up=up.nbytes, bytes_down=down.nbytes, tcc_bytes=totals.tcc,
-        compression_ratio=_ratio(totals.full_bytes, totals.tcc), evaluated=evaluated,
-        mean_acc=float(accuracy.mean()) if evaluated else math.nan,
-        wall_s=time.perf_counter() - t_start, tasks=tasks)
-
-def add_totals(t: Totals, down: Downlink, up: Uplink) -> Totals:
-    reported = not math.isnan(up.drift)
-    return Totals(t.bytes_up + up.nbytes, t.bytes_down + down.nbytes, t.samples + up.samples,
-                  t.full_bytes + down.full_nbytes + up.full_nbytes,
-                  t.drift_sum + up.drift if reported else t.drift_sum,
-                  t.drift_rounds + reported, t.diverged_round)
 
 
 def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
@@ -568,7 +356,7 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
         bwt_f_literal=bwt_f_literal(A, Q),
         bytes_up=totals.bytes_up, bytes_down=totals.bytes_down, tcc_bytes=totals.tcc,
         full_fedavg_bytes=totals.full_bytes,
-        compression_ratio=_ratio(totals.full_bytes, totals.tcc), rounds=cfg.rounds,
+        compression_ratio=ratio(totals.full_bytes, totals.tcc), rounds=cfg.rounds,
         samples=totals.samples, wall_s=wall,
         samples_per_s=totals.samples / wall if wall > 0 else math.nan,
         drift_mean=totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
@@ -603,5 +391,3 @@ def _moved(x: Any, device: torch.device) -> Any:
     return x
 
 
-def _ratio(full: int, sent: int) -> float:
-    return full / sent if sent else math.nan

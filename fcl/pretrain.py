@@ -72,7 +72,7 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
     from fcl.data.datasets import load_dataset
     from fcl.data.federated import build_federated_data
     from fcl.engine import resolve_device
-    from fcl.federated.client import epoch_batches, sgd_step_
+    from fcl.federated.client import sgd_step_, train_epoch
     t0 = time.perf_counter()
     device = resolve_device(cfg.run.device)
     if cfg.run.threads:
@@ -96,19 +96,17 @@ def pretrain(cfg: RunConfig, epochs: int, lr: float, batch_size: int, weight_dec
     augment = data.augmenter(gen)
     momentum_bufs: list[torch.Tensor] = []
     losses = []
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(head(backbone.features(x)), y)
+
     for epoch in range(epochs):
         step_cfg = ClientConfig(lr=lr * 0.5 * (1 + math.cos(math.pi * epoch / epochs)),
                                 momentum=0.9, weight_decay=weight_decay)
         backbone.train()
         loss_sum = torch.zeros((), device=device)
-        steps = 0
-        for idx in epoch_batches(td.shards[0], batch_size, gen):
-            x = data.normalise(augment(td.train_x[idx]))
-            loss = F.cross_entropy(head(backbone.features(x)), td.train_y[idx])
-            grads = torch.autograd.grad(loss, params)
-            sgd_step_(params, list(grads), momentum_bufs, step_cfg)
-            loss_sum += loss.detach()
-            steps += 1
+        steps = train_epoch(data, 0, td.shards[0], batch_size, gen, augment, loss, params,
+                            lambda ps, gs: sgd_step_(ps, gs, momentum_bufs, step_cfg), loss_sum)
         losses.append(float(loss_sum) / max(steps, 1))         # one sync per epoch
         log(f"epoch {epoch + 1:>3}/{epochs} lr {step_cfg.lr:.4f} loss {losses[-1]:.4f}")
     backbone.eval().requires_grad_(False)

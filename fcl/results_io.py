@@ -29,6 +29,7 @@ import pandas as pd
 
 from fcl.atomic_file import atomic_path
 from fcl.config import RunConfig, bool_or_auto_keys, field_types
+from fcl.methods.registry import method, method_of, methods
 from fcl.records import PANDAS_TYPES, RoundRecord, RunSummary, TaskRecord, columns
 
 if TYPE_CHECKING:
@@ -101,25 +102,31 @@ def study_trial_types(metrics: dict[str, str] = STUDY_SUMMARY_TYPES, nodes: bool
 # had (stored studies, resumes).
 WERE_BOOLS = bool_or_auto_keys()
 # Keys added after studies were stored: at their default they are left out of the hash, so a
-# stored trial (whose config lacks them) keeps its id.
-ADDED_KEYS = ("run.divergence_loss", "model.fedweit_lambda_l1", "model.fedweit_lambda_l2",
-              "model.fedweit_weight_decay", "model.fedweit_sparsity", "model.fedweit_channels",
-              "model.fedweit_past", "model.fedweit_optimizer", "compression.prune",
-              "compression.prune_server", "model.fedpara_gamma", "model.fedpara_on_head",
-              "model.zerofl_sparsity", "model.zerofl_mask_ratio",
-              "model.fedweit_bwt_clients")
+# stored trial (whose config lacks them) keeps its id. A method's own keys are among them unless
+# every stored trial id holds them (`Method.keys_always_hashed`: NetTailor's and LoRA's), so a
+# method added later changes no stored id.
+CORE_ADDED_KEYS = ("run.divergence_loss", "compression.prune", "compression.prune_server")
+
+
+def added_keys() -> tuple[str, ...]:
+    return CORE_ADDED_KEYS + tuple(k for m in methods().values() if not m.keys_always_hashed
+                                   for k in m.keys)
+
+
 DEFAULTS = RunConfig().to_flat()
 
 
 def config_hash(cfg: RunConfig) -> str:
-    """12 hex digits of the whole config: a trial's id, stable across reruns."""
+    """12 hex digits of the whole config: a trial's id, stable across reruns (a method that
+    had another name when its trials were stored hashes under that one, `Method.hashed_as`)."""
     flat = cfg.to_flat()
     for key in WERE_BOOLS:
         if flat[key] in ("true", "false"):
             flat[key] = flat[key] == "true"
-    for key in ADDED_KEYS:
+    for key in added_keys():
         if flat[key] == DEFAULTS[key]:
             del flat[key]
+    flat["model.adapter"] = method(cfg.model.adapter).hashed_as or cfg.model.adapter
     text = json.dumps(flat, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
@@ -127,15 +134,31 @@ def config_hash(cfg: RunConfig) -> str:
 def as_today(stored: pd.DataFrame) -> pd.DataFrame:
     """Stored rows' config columns as today's config spells them: a key that was a bool and now
     also takes `auto` as its word (`true`/`false`), and a key added since at its default, which
-    is what the stored trial ran (its id, the config's hash, proves it: `ADDED_KEYS` at their
-    defaults are left out of the hash)."""
+    is what the stored trial ran (its id, the config's hash, proves it: `added_keys` at their
+    defaults are left out of the hash), and a method stored under the name it had before its
+    own (`Method.spelled_before`) by its name."""
     out = stored.copy()
     for key in WERE_BOOLS:
         if key in out and pd.api.types.is_bool_dtype(out[key]):
             out[key] = out[key].map({True: "true", False: "false"})
-    for key in ADDED_KEYS:
+    for key in added_keys():
         if key not in out:
             out[key] = DEFAULTS[key]
+    return methods_as_today(out)
+
+
+def methods_as_today(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with a method stored under the name it had before its own (`full` with a ZeroFL
+    sparsity: `Method.spelled_before`) named as today (`zerofl`); `rows` itself if none is."""
+    if "model.adapter" not in rows or not len(rows) or \
+            not any(m.spelled_before for m in methods().values()):
+        return rows
+    model = rows[[c for c in rows if c.startswith("model.")]].to_dict("records")
+    names = [method_of(row).name for row in model]
+    if names == rows["model.adapter"].tolist():
+        return rows
+    out = rows.copy()
+    out["model.adapter"] = pd.Series(names, index=rows.index, dtype=rows["model.adapter"].dtype)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fcl.config import ConfigError
+from fcl.config_error import ConfigError
 
 PREFIX = "fcl:"
 FOLDER = Path(__file__).resolve().with_name("weights")

@@ -1,16 +1,7 @@
-"""Fig. 5d of the FCL paper: Dirichlet alpha from 8 (near IID) to 0.5 (skewed), and IID.
-
-Each class of a task is split over the clients by a Dirichlet(alpha) draw (`data.partition`).
-"""
-from fcl.tune import Study, grid, main
-
-SPACE = {
-    "partition": grid({"data.partition": "iid"},
-                      *({"data.partition": "dirichlet", "data.alpha": a}
-                        for a in (8, 4, 2, 1, 0.5))),
-}
-
-STUDY = Study("noniid", SPACE, doc=__doc__)
+"""`fcl study noniid` as a script; the study is in
+`fcl/studies/noniid.py`, and every flag is the same."""
+from fcl.studies.noniid import STUDY
+from fcl.tune import main
 
 if __name__ == "__main__":
     main(STUDY)

@@ -16,29 +16,27 @@ worst of theirs.
 from __future__ import annotations
 
 import argparse
-import runpy
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-STUDIES = ("optimizers", "ablation_lr", "ablation_rounds_epochs", "scalability", "noniid",
-           "stragglers", "task_order", "drift_correction", "fcl_methods", "flocora_rank_alpha",
-           "flocora_quantization", "flocora_layers", "flocora_compare", "search")
+sys.path.insert(0, str(HERE.parent))        # this clone's fcl before an installed one
+from fcl.studies import STUDIES  # noqa: E402  (the order below is theirs)
+
 EXTRA = {"search": ["--scheduler", "asha"]}     # a search is the one study ASHA may stop early
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="studies/run_all.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", choices=STUDIES, default=list(STUDIES),
+    parser.add_argument("--only", nargs="+", choices=list(STUDIES), default=list(STUDIES),
                         help="these studies (default: all, in the order above)")
     args, rest = parser.parse_known_args(argv)
-    sys.path.insert(0, str(HERE.parent))
     from fcl.cli_args import EXIT_USAGE
     from fcl.tune import run_study_cli
     worst, failed = 0, []
     for name in args.only:
-        study = runpy.run_path(str(HERE / f"{name}.py"))["STUDY"]
+        study = STUDIES[name]
         print(f"== {name}", flush=True)
         code = run_study_cli(study, [*rest, *EXTRA.get(name, [])])
         print(f"== {name}: exit {code}", flush=True)

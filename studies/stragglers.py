@@ -1,12 +1,7 @@
-"""Fig. 5e of the FCL paper: each sampled client fails to report with probability p.
-
-The paper gives no axis values; it reports less than 2 points of ACC lost at its largest p.
-"""
-from fcl.tune import Study, grid, main
-
-SPACE = {"participation.straggler_prob": grid(0.0, 0.1, 0.2, 0.3, 0.5)}
-
-STUDY = Study("stragglers", SPACE, doc=__doc__)
+"""`fcl study stragglers` as a script; the study is in
+`fcl/studies/stragglers.py`, and every flag is the same."""
+from fcl.studies.stragglers import STUDY
+from fcl.tune import main
 
 if __name__ == "__main__":
     main(STUDY)

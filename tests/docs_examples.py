@@ -128,7 +128,8 @@ def smoke_command(words: list[str], tmp: Path) -> tuple[dict[str, str], list[str
         if "--modes" not in words:
             words += ["--modes", "fp32"]
         words = _replace_value(words, "--rounds", "1")
-    elif len(words) > 1 and words[1].startswith("studies/"):
+    elif (len(words) > 1 and words[1].startswith("studies/")) or \
+            (tool[:3] == ["-m", "fcl", "study"] and len(words) > 4):
         words = _replace_value(words, "--preset", SMOKE_STUDY_PRESET)
         if "--seeds" not in words:
             words += ["--seeds", "1"]

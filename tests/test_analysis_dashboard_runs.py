@@ -16,7 +16,7 @@ from analysis.dashboard.compare import compare_view
 from analysis.dashboard.runs import base_differences, run_set, status_of
 from analysis.study_tables import load_study
 from fcl.manifest import read_manifest, write_manifest
-from fcl.results_io import ADDED_KEYS, DEFAULTS, as_today, write_parquet_atomic
+from fcl.results_io import DEFAULTS, added_keys, as_today, write_parquet_atomic
 from study_fixture import study_results  # noqa: F401  (the session fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -226,7 +226,7 @@ def test_stored_trials_are_spelled_as_today_keys_added_since_at_their_defaults()
     old = pd.DataFrame({"trial_id": ["a"], "run.channels_last": [False]})
     today = as_today(old)
     assert today["run.channels_last"].tolist() == ["false"]
-    assert all(today[k].iloc[0] == DEFAULTS[k] for k in ADDED_KEYS)
+    assert all(today[k].iloc[0] == DEFAULTS[k] for k in added_keys())
     assert "run.channels_last" in today and old["run.channels_last"].dtype == bool  # a copy
 
 
@@ -240,5 +240,5 @@ def test_the_stored_optimizers_differ_by_preset_and_weights_only():
     assert [line.split(":")[0] for line in why[1:]] == ["preset", "model.weights"]
     assert why[2] == "model.weights: fcl:resnet_tiny-cifar10_rest.pt | (none)"
     for s in sets:       # the run table gains no column for a key one folder lacks
-        assert not [k for k in s["keys"] if k in ADDED_KEYS or k.startswith("run.")]
-        assert all(k in s["fixed"] for k in ADDED_KEYS)
+        assert not [k for k in s["keys"] if k in added_keys() or k.startswith("run.")]
+        assert all(k in s["fixed"] for k in added_keys())

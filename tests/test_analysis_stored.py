@@ -128,10 +128,12 @@ def test_every_dashboard_view_of_the_stored_studies_says_what_it_was_drawn_from(
 @pytest.mark.parametrize("folder", STORED_FOLDERS, ids=lambda p: str(p.relative_to(REPO)))
 def test_each_stored_trial_id_is_the_hash_of_its_stored_config(folder):
     """A trial id stays what it was when a key's type grows (run.channels_last: a bool, then
-    auto/true/false): every stored config, read back, hashes to its stored id."""
+    auto/true/false), when keys are added (at their defaults) and when a method gets a name of
+    its own (ZeroFL, stored as `full`): every stored config, read back as today spells it
+    (`as_today`), hashes to its stored id."""
     from fcl.config import field_types, from_flat
-    from fcl.results_io import config_hash
-    trials, keys = pd.read_parquet(folder / "trials.parquet"), field_types()
+    from fcl.results_io import as_today, config_hash
+    trials, keys = as_today(pd.read_parquet(folder / "trials.parquet")), field_types()
     for row in trials.to_dict("records"):
         cfg = from_flat({k: v for k, v in row.items() if k in keys and not pd.isna(v)})
         assert config_hash(cfg) == row["trial_id"], row["trial_id"]

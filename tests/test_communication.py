@@ -67,11 +67,11 @@ def test_zerofl_uplink_row_counts_each_conv_kernels_top_k():
     positions cost at most a bitmap (n / 8 B) plus a 4-byte count per kernel."""
     import math
     from fcl.models.factory import build_model
-    cfg = preset("flocora", {"model.adapter": "full", "model.zerofl_sparsity": 0.9,
+    cfg = preset("flocora", {"model.adapter": "zerofl", "model.zerofl_sparsity": 0.9,
                              "model.zerofl_mask_ratio": 0.1})
     rep = params_report(cfg)
     row = rep["messages"][-1]
-    assert row["zerofl"] == pytest.approx(0.2) and "prune" not in row
+    assert row["top_k"] == pytest.approx(0.2) and "prune" not in row
     model = build_model(cfg.model, (3, 32, 32), [10], cfg.seed)
     convs = [p.numel() for n, p in model.tasks[0].named_parameters() if p.dim() == 4]
     kept = sum(math.ceil(0.2 * n) for n in convs)
@@ -82,8 +82,8 @@ def test_zerofl_uplink_row_counts_each_conv_kernels_top_k():
     assert row["bytes_down"] == rep["full_model_bytes"]
     assert rep["tcc_bytes"] == 100 * 10 * (row["bytes_down"] + row["bytes_up"])
     text = subprocess.run([sys.executable, "-m", "fcl", "params", "--preset", "flocora", "--set",
-                           "model.adapter=full", "model.zerofl_sparsity=0.9",
+                           "model.adapter=zerofl", "model.zerofl_sparsity=0.9",
                            "model.zerofl_mask_ratio=0.1"], capture_output=True, text=True,
                           timeout=300).stdout
     marked = [line for line in text.splitlines() if line.rstrip().endswith("*")]
-    assert [line.split()[0] for line in marked] == ["zf0.2"]
+    assert [line.split()[0] for line in marked] == ["k0.2"]

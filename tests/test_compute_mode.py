@@ -76,7 +76,8 @@ def test_channels_last_changes_the_layout_not_the_numbers():
 def test_bad_precision_is_one_line_and_exit_2(capsys):
     assert main(["run", "--preset", "smoke", "--set", "run.precision=fp16"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: run.precision=fp16: unknown value; allowed: fp32, bf16, auto"]
+    assert err == ["error: run.precision=fp16: unknown value; allowed: did you mean bf16? fp32, "
+                   "bf16, auto"]
 
 
 @pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])

@@ -135,8 +135,8 @@ def test_a_key_that_took_auto_keeps_the_trial_id_of_its_bool():
     cfg = with_overrides(RunConfig(), {"run.client_batching": "true",
                                        "run.channels_last": "false"})
     flat = {**cfg.to_flat(), "run.client_batching": True, "run.channels_last": False}
-    from fcl.results_io import ADDED_KEYS
-    for key in ADDED_KEYS:                   # keys added later, left out at their defaults
+    from fcl.results_io import added_keys
+    for key in added_keys():                   # keys added later, left out at their defaults
         del flat[key]
     old = hashlib.blake2b(json.dumps(flat, sort_keys=True, default=str).encode(),
                           digest_size=6).hexdigest()
@@ -151,10 +151,17 @@ def test_run_divergence_loss_at_its_default_keeps_the_trial_id_of_a_config_witho
     import json
     from fcl.results_io import config_hash
     cfg = with_overrides(RunConfig(), {"run.channels_last": "false"})
-    from fcl.results_io import ADDED_KEYS    # the others were added later still
-    flat = {k: v for k, v in cfg.to_flat().items() if k not in ADDED_KEYS}
+    from fcl.results_io import added_keys    # the others were added later still
+    flat = {k: v for k, v in cfg.to_flat().items() if k not in added_keys()}
     flat.update({"run.client_batching": False, "run.channels_last": False})
     old = hashlib.blake2b(json.dumps(flat, sort_keys=True, default=str).encode(),
                           digest_size=6).hexdigest()
     assert config_hash(cfg) == old
     assert config_hash(with_overrides(cfg, {"run.divergence_loss": 0.0})) != old
+
+
+def test_a_mistyped_value_gets_the_close_allowed_one():
+    with pytest.raises(ConfigError) as e:
+        with_overrides(RunConfig(), {"server.optimizer": "fedadm"})
+    assert str(e.value) == ("server.optimizer=fedadm: unknown value; allowed: did you mean "
+                            "fedadam? fedsgd, fedadam, fedadagrad, fedyogi")

@@ -8,11 +8,16 @@ from fcl.engine import run
 from fcl.federated.client_algorithms import ALGORITHMS
 from fcl.federated.server_opt import OPTIMIZERS
 from fcl.models.contract import TaskModel, adapter_params
-from fcl.models.factory import ADAPTERS, build_model
+from fcl.methods.registry import BUILT_IN, methods
+from fcl.models.factory import build_model
 from fcl.presets import preset
 
 FAST = {"rounds": 2, "data.num_tasks": 2, "data.num_clients": 2, "data.train_per_class": 20,
         "data.test_per_class": 10, "client.local_epochs": 1, "run.threads": 1}
+
+
+# the keys a method needs away from their defaults to be itself (ZeroFL trains sparse)
+OWN = {"zerofl": {"zerofl_sparsity": 0.5}}
 
 
 def choices(section, key):
@@ -20,14 +25,15 @@ def choices(section, key):
 
 
 def test_the_registries_are_the_config_choices():
-    assert set(ADAPTERS) == choices(ModelConfig, "adapter")
+    assert set(methods()) == choices(ModelConfig, "adapter") >= {m.name for m in BUILT_IN}
     assert set(ALGORITHMS) == choices(ClientConfig, "algorithm")
     assert set(OPTIMIZERS) == choices(ServerConfig, "optimizer")
 
 
-@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+@pytest.mark.parametrize("adapter", sorted(methods()))
 def test_every_adapter_is_a_task_model(adapter):
-    model = build_model(ModelConfig(adapter=adapter, width=8), (1, 28, 28), [2, 3], seed=0)
+    model = build_model(ModelConfig(adapter=adapter, width=8, **OWN.get(adapter, {})),
+                        (1, 28, 28), [2, 3], seed=0)
     assert isinstance(model, TaskModel)
     assert not any(p.requires_grad for p in model.backbone.parameters())
     trained = adapter_params(model)

@@ -93,6 +93,9 @@ def test_smoke_rules():
     _, argv = smoke_command(["python", "studies/optimizers.py", "--results", "/tmp/d"], tmp)
     assert argv[1:] == ["studies/optimizers.py", "--results", "/x/d", "--preset", "smoke",
                         "--seeds", "1"]
+    _, argv = smoke_command(["fcl", "study", "optimizers", "--results", "/tmp/d"], tmp)
+    assert argv[1:] == ["-m", "fcl", "study", "optimizers", "--results", "/x/d", "--preset",
+                        "smoke", "--seeds", "1"]
     assert commands("a b && c \\\n  d  # note\n") == [["a", "b"], ["c", "d"]]
 
 
@@ -101,7 +104,7 @@ def _workdir(tmp_path: Path) -> Path:
     copied (an example may write beside them), figures/ empty."""
     work = tmp_path / "work"
     work.mkdir()
-    for name in ("studies", "analysis", "benchmarks", "docs", "mkdocs.yml"):
+    for name in ("studies", "analysis", "benchmarks", "docs", "tests", "mkdocs.yml"):
         (work / name).symlink_to(ROOT / name)
     for name in ("results", "results-pretrained"):
         shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns(".tune", "*.db"))

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fcl.config import ConfigError, RunConfig, with_overrides
-from fcl.models.fedpara import FedParaConv2d, FedParaLinear, conv_rank, linear_rank
+from fcl.methods.fedpara.model import FedParaConv2d, FedParaLinear, conv_rank, linear_rank
 
 
 def fedpara_values(out_ch: int, in_ch: int, kernel: int, rank: int) -> int:

@@ -8,8 +8,8 @@ import torch
 
 from fcl.config import ConfigError
 from fcl.engine import run
-from fcl.federated.fedweit import Sent, channel_mean
-from fcl.federated.knowledge_base import (
+from fcl.methods.fedweit.round import Sent, channel_mean
+from fcl.methods.fedweit.knowledge_base import (
     index_bytes,
     knowledge_nbytes,
     masked_nbytes,
@@ -19,7 +19,7 @@ from fcl.federated.knowledge_base import (
 )
 from fcl.federated.server_opt import server_optimizer
 from fcl.config import ServerConfig
-from fcl.models.fedweit import (
+from fcl.methods.fedweit.layers import (
     FedWeITNet,
     channel_mask,
     decomposed_kernel,
@@ -290,10 +290,10 @@ def test_the_fedweit_keys_at_their_defaults_keep_every_stored_trial_id():
     """Studies stored before model.fedweit_* existed keep their trial ids; a FedWeIT setting
     away from its default is another trial."""
     from fcl.config import RunConfig, with_overrides
-    from fcl.results_io import ADDED_KEYS, DEFAULTS, config_hash
+    from fcl.results_io import DEFAULTS, added_keys, config_hash
     cfg = RunConfig()
     fedweit = [k for k in DEFAULTS if k.startswith("model.fedweit_")]
-    assert fedweit and set(fedweit) <= set(ADDED_KEYS)
+    assert fedweit and set(fedweit) <= set(added_keys())
     old = with_overrides(cfg, {"model.fedweit_lambda_l2": 100.0})     # the default, spelt out
     assert config_hash(old) == config_hash(cfg)
     assert config_hash(with_overrides(cfg, {"model.fedweit_lambda_l2": 10.0})) != config_hash(cfg)
@@ -376,7 +376,7 @@ def test_dirichlet_shards_partial_participation_and_stragglers_count_only_who_se
     while a slot is filled; bytes up are the B message of each client that reported and held
     data, plus the thresholded A of each of those whose task ends, the only slots that change."""
     from fcl.engine import holding_data, start
-    from fcl.federated.fedweit import ends_task
+    from fcl.methods.fedweit.round import ends_task
     from fcl.federated.participation import participation
     cfg = preset("smoke", {**FAST, "model.width": 2, "seed": 0, "data.num_clients": 6,
                            "data.partition": "dirichlet", "data.alpha": 0.1,

@@ -47,7 +47,8 @@ def config(key: str) -> dict:
         cfg.update({"model.adapter": "fedpara", "model.fedpara_gamma": float(key[2:]),
                     "model.weights": ""})
     elif key.startswith("z"):
-        cfg.update({"model.zerofl_sparsity": 0.9, "model.zerofl_mask_ratio": float(key[1:])})
+        cfg.update({"model.adapter": "zerofl", "model.zerofl_sparsity": 0.9,
+                    "model.zerofl_mask_ratio": float(key[1:])})
     return cfg
 
 

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from fcl.config import ModelConfig
 from fcl.models.factory import build_model
-from fcl.models.lora import LoRAConv
+from fcl.methods.lora.model import LoRAConv
 from fcl.models.task_state import trainable_names
 
 

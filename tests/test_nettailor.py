@@ -7,7 +7,7 @@ import torch
 
 from fcl.config import ModelConfig
 from fcl.models.factory import build_model
-from fcl.models.nettailor import NodePyramid, proxy_pool
+from fcl.methods.nettailor.model import NodePyramid, proxy_pool
 
 
 def test_a_stride_4_proxy_sees_a_5x5_window():

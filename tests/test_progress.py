@@ -73,13 +73,33 @@ def test_eta_is_unknown_until_a_trial_finishes_without_a_prior(capsys):
 def test_the_cost_prior_counts_what_a_run_costs_beyond_training():
     """A smoke trial (hundreds of samples) takes about a second, not the 0.1 s of its training
     at the CPU rate: the prior of 12 such trials, 2 at a time, read `ETA 0:01`."""
-    import fcl
     from fcl.tune.cost import RUN_FIXED_S, cpu_seconds
-    cfg = fcl.configure("smoke", {"model.width": 8})            # 4000 samples/s per core
-    assert cpu_seconds(400, 1, cfg, 1) == pytest.approx(0.1 + RUN_FIXED_S)
-    assert cpu_seconds(1200, 3, cfg, 1) == pytest.approx(0.3 + 3 * RUN_FIXED_S)   # 3 seeds
-    assert eta_s(12, 2, [], cpu_seconds(400, 1, cfg, 1)) >= 6
-    assert cpu_seconds(400, 1, fcl.configure("smoke", {"model.backbone": "resnet18"}), 1) is None
+    assert cpu_seconds(400, 1, 4000.0) == pytest.approx(0.1 + RUN_FIXED_S)
+    assert cpu_seconds(1200, 3, 4000.0) == pytest.approx(0.3 + 3 * RUN_FIXED_S)   # 3 seeds
+    assert eta_s(12, 2, [], cpu_seconds(400, 1, 4000.0)) >= 6
+
+
+def test_the_progress_prior_is_the_measured_rate_not_a_fixed_one(monkeypatch, local_ray):
+    """The first ETA (before a trial ends) prices the trials at the base config's training
+    rate measured on the driver at the trials' threads, as the dry run does (a fixed rate per
+    backbone read 8 hours for a study that took 1)."""
+    from fcl.tune import Study, StudyOptions, grid, tuner
+    from fcl.tune.cluster import TrialResources
+    from fcl.tune.cost import cpu_seconds, point_cost
+    from fcl.tune.plan import plan_study
+    asked = []
+
+    def rate(cfg, datasets, threads, seconds):
+        asked.append((cfg.model.width, threads))
+        return 500.0
+
+    monkeypatch.setattr(tuner, "measured_rate", rate)
+    plan = plan_study(Study("priced", {"server.lr": grid(1.0, 0.5)}), StudyOptions(preset="smoke"))
+    res = TrialResources(cpus=1, gpus=0, threads=1)
+    line = tuner.reporter(plan, res, table=False)
+    samples = point_cost({"server.lr": 1.0}, plan.cfg, plan.datasets)[0]
+    assert asked == [(plan.cfg.model.width, 1)]
+    assert line._prior == pytest.approx(cpu_seconds(samples, 1, 500.0))
 
 
 def test_a_study_ends_with_its_elapsed_time_from_the_drivers_start(tmp_path, monkeypatch, capsys):

@@ -110,7 +110,7 @@ def test_values_payload_server_state_is_the_mean_of_dequantized_values(monkeypat
 
 def test_engine_quantizes_both_links_and_keeps_server_state_float32():
     """payload=delta: the float32 server state moves by dequantized deltas, off any grid."""
-    from fcl.engine import Plan, initial_state, prepare_data, run
+    from fcl.engine import build_plan, initial_state, prepare_data, run
     from fcl.models.factory import build_model
     from fcl.presets import preset
     cfg = preset("smoke", {**FAST, "compression.bits": 8, "server.optimizer": "fedsgd",
@@ -120,7 +120,7 @@ def test_engine_quantizes_both_links_and_keeps_server_state_float32():
     states = []
     res = run(cfg, data=data, on_round=lambda rec, st: states.append(st))
     model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    task0 = initial_state(Plan.build(cfg, model, data)).tasks[0]
+    task0 = initial_state(build_plan(cfg, model, data)).tasks[0]
     one = encoder(8)({**task0.params, **task0.buffers}).nbytes
     first = res.records[0]
     # smoke: 3 clients, all report, group norm (no buffers), every task the same shapes

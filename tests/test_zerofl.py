@@ -1,5 +1,5 @@
-"""ZeroFL (model.zerofl_sparsity, model.zerofl_mask_ratio; fcl/models/zerofl.py): SWAT's sparse
-forward and backward worked by hand, regrowth of the dense weights, the upload's density and
+"""ZeroFL (model.adapter=zerofl: model.zerofl_sparsity, model.zerofl_mask_ratio;
+fcl/methods/zerofl/): SWAT's sparse forward and backward worked by hand, regrowth of the dense weights, the upload's density and
 exact bytes, a smoke run that learns and repeats itself."""
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from torch.nn.grad import conv2d_input, conv2d_weight
 
 from fcl.config import ConfigError, RunConfig, with_overrides
 from fcl.federated.compression import Codec
-from fcl.models.zerofl import (ZeroFLConv2d, ZeroFLLinear, sparsify_, top_k, top_k_count,
-                               upload_density)
+from fcl.federated.pruning import top_k, top_k_count
+from fcl.methods.zerofl import upload_density
+from fcl.methods.zerofl.model import ZeroFLConv2d, ZeroFLLinear, sparsify_
 
 
 def tiny_net(sparsity: float) -> nn.Module:
@@ -124,20 +125,21 @@ def test_upload_density_and_its_exact_bytes_by_hand():
 
 
 @pytest.mark.parametrize("overrides,line", [
-    ({"model.zerofl_sparsity": "0.9"},
-     "model.zerofl_sparsity=0.9: ZeroFL trains and sends the whole model, not "
-     "model.adapter=nettailor; allowed: 0 unless model.adapter=full"),
-    ({"model.adapter": "full", "model.zerofl_sparsity": "1"},
-     "model.zerofl_sparsity=1.0: out of range; allowed: 0 (off), 0.9 (the paper's) or any "
-     "0 <= s < 1"),
-    ({"model.adapter": "full", "model.zerofl_mask_ratio": "0.1"},
-     "model.zerofl_mask_ratio=0.1: no ZeroFL upload at model.zerofl_sparsity=0; allowed: 0, "
-     "or set model.zerofl_sparsity > 0"),
-    ({"model.adapter": "full", "model.zerofl_sparsity": "0.1", "model.zerofl_mask_ratio": "0.2"},
+    ({"model.adapter": "full", "model.zerofl_sparsity": "0.9"},
+     "model.adapter=full: with these settings it is zerofl, now a method of its own; "
+     "allowed: zerofl"),
+    ({"model.adapter": "zerofl"},
+     "model.zerofl_sparsity=0.0: model.adapter=zerofl trains sparse (at s = 0 it is "
+     "model.adapter=full); allowed: 0 < s < 1, the paper's 0.9"),
+    ({"model.adapter": "zerofl", "model.zerofl_sparsity": "1"},
+     "model.zerofl_sparsity=1.0: out of range; allowed: 0.9 (the paper's) or any 0 < s < 1 "
+     "for zerofl"),
+    ({"model.adapter": "zerofl", "model.zerofl_sparsity": "0.1",
+      "model.zerofl_mask_ratio": "0.2"},
      "model.zerofl_mask_ratio=0.2: the upload density (1 - s) + r would pass 1 at "
      "model.zerofl_sparsity=0.1; allowed: 0 <= r <= 0.1"),
-    ({"model.adapter": "full", "model.zerofl_sparsity": "0.9", "compression.bits": "8"},
-     "compression.bits=8: model.zerofl_sparsity > 0 sends each conv kernel's top-K trained "
+    ({"model.adapter": "zerofl", "model.zerofl_sparsity": "0.9", "compression.bits": "8"},
+     "compression.bits=8: model.adapter=zerofl sends each conv kernel's top-K trained "
      "values in float32; allowed: 32"),
 ])
 def test_bad_zerofl_settings_are_one_line_errors(overrides, line):
@@ -146,18 +148,42 @@ def test_bad_zerofl_settings_are_one_line_errors(overrides, line):
     assert str(e.value) == line
 
 
-def test_zerofl_keys_at_their_defaults_keep_the_trial_id():
-    from fcl.results_io import config_hash
-    cfg = RunConfig()
-    assert config_hash(with_overrides(cfg, {"model.zerofl_sparsity": "0",
-                                            "model.zerofl_mask_ratio": "0"})) == config_hash(cfg)
-    full = with_overrides(cfg, {"model.adapter": "full"})
-    assert config_hash(with_overrides(full, {"model.zerofl_sparsity": "0.9"})) != \
-        config_hash(full)
+def test_a_zerofl_key_given_to_another_method_is_refused_by_name():
+    from fcl.config import check_read
+    given = {"model.zerofl_mask_ratio": "0.1"}
+    with pytest.raises(ConfigError, match="read only by model.adapter=zerofl; this run has "
+                                          "model.adapter=full"):
+        check_read(with_overrides(RunConfig(), {"model.adapter": "full", **given}), given)
+
+
+def test_zerofl_keeps_the_trial_ids_it_had_as_full():
+    """ZeroFL's trials were stored as model.adapter=full with a sparsity: as zerofl they hash
+    to the same ids, and stored rows read as zerofl (`as_today`)."""
+    import hashlib
+    import json
+
+    import pandas as pd
+
+    from fcl.results_io import DEFAULTS, added_keys, as_today, config_hash
+    cfg = with_overrides(RunConfig(), {"model.adapter": "zerofl", "model.zerofl_sparsity": "0.9",
+                                       "run.client_batching": "false",
+                                       "run.channels_last": "false"})
+    flat = {k: v for k, v in cfg.to_flat().items()
+            if k not in added_keys() or v != DEFAULTS[k]}
+    flat.update({"model.adapter": "full", "run.client_batching": False,
+                 "run.channels_last": False})
+    old = hashlib.blake2b(json.dumps(flat, sort_keys=True, default=str).encode(),
+                          digest_size=6).hexdigest()
+    assert config_hash(cfg) == old
+    full = with_overrides(cfg, {"model.adapter": "full", "model.zerofl_sparsity": "0"})
+    assert config_hash(full) != old
+    stored = pd.DataFrame({"model.adapter": ["full", "full", "lora"],
+                           "model.zerofl_sparsity": [0.9, 0.0, 0.0]})
+    assert as_today(stored)["model.adapter"].tolist() == ["zerofl", "full", "lora"]
 
 
 SMOKE = {"rounds": 6, "data.num_tasks": 1, "data.train_per_class": 40,
-         "data.test_per_class": 20, "model.adapter": "full", "model.width": 8,
+         "data.test_per_class": 20, "model.adapter": "zerofl", "model.width": 8,
          "client.local_epochs": 2, "eval.every": 6, "run.threads": 1,
          "model.zerofl_sparsity": 0.9, "model.zerofl_mask_ratio": 0.1}
 
@@ -166,7 +192,7 @@ def test_the_model_is_fulls_with_swat_convs_and_a_dense_head():
     from fcl.models.factory import build_model
     cfg = with_overrides(RunConfig(), {k: str(v) for k, v in SMOKE.items()})
     zero = build_model(cfg.model, (3, 32, 32), [10], 0).tasks[0]
-    full = build_model(with_overrides(cfg, {"model.zerofl_sparsity": "0",
+    full = build_model(with_overrides(cfg, {"model.adapter": "full", "model.zerofl_sparsity": "0",
                                             "model.zerofl_mask_ratio": "0"}).model,
                        (3, 32, 32), [10], 0).tasks[0]
     convs = [m for m in zero.net.modules() if isinstance(m, nn.Conv2d)]

@@ -41,7 +41,7 @@ BITS = "compression.bits"
 # Table IV's conventional methods, each against the LoRA message no larger than its own
 SHRUNK = (*((f"pruning {p}", {"model.adapter": "full", "compression.prune": str(p)})
             for p in (0.5, 0.8, 0.9, 0.95)),
-          *((f"ZeroFL mask {r:g}", {"model.zerofl_sparsity": "0.9",
+          *((f"ZeroFL mask {r:g}", {"model.adapter": "zerofl", "model.zerofl_sparsity": "0.9",
                                     "model.zerofl_mask_ratio": str(r)}) for r in (0.0, 0.1)))
 TABLE_IV = tuple(c(f"LoRA - {name}", "acc", LORA, other) for name, other in SHRUNK)
 

@@ -65,7 +65,7 @@ def table_iv_method(row: pd.Series) -> tuple[str, str, tuple]:
     if adapter == "fedpara":
         gamma = _number(row, GAMMA)
         return "FedPara", f"FedPara gamma {fmt_value(gamma)}", (3, gamma)
-    if adapter == "full" and _number(row, SPARSITY) > 0:
+    if adapter == "zerofl":
         s, r = _number(row, SPARSITY), _number(row, MASK)
         return "ZeroFL", f"ZeroFL s={fmt_value(s)}, mask {fmt_value(r)}", (4, s, r)
     if adapter == "full" and _number(row, PRUNE) > 0:

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fcl.config import ConfigError
+from fcl.config_error import ConfigError
 from fcl.data.cache import cached
 from fcl.data.domains import DOMAINS, parse_domains
 from fcl.data.image_dataset import DataError, ImageDataset, from_arrays

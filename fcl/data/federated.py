@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
 
-from fcl.config import DataConfig
 from fcl.data.augment import random_crop_flip
 from fcl.data.image_dataset import DataError, ImageDataset
 from fcl.data.partition import dirichlet_partition, iid_partition, lda_partition
 from fcl.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from fcl.config import DataConfig
 
 
 @dataclass(frozen=True)

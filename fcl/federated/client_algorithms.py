@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from fcl.config import ClientConfig
 from fcl.models.task_state import Params
+
+if TYPE_CHECKING:
+    from fcl.config import ClientConfig
 
 # (grads, live params) -> corrected grads; all lists in the order of the trainable names
 Correction = Callable[[list[torch.Tensor], list[torch.Tensor]], list[torch.Tensor]]

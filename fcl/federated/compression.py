@@ -21,9 +21,9 @@ compression.prune > 0 (float32 only): magnitude pruning, a sparse message (`fcl.
 pruning`: one global threshold, its byte encoding) on the uplink, and on the downlink too with
 compression.prune_server.
 
-ZeroFL's uplink (`model.zerofl_sparsity` > 0, `fcl.models.zerofl`): every conv kernel (4-D
-tensor) at its own top-K by magnitude, density (1 - s) + r, in the same sparse encoding; the
-other tensors dense in float32; the downlink dense.
+ZeroFL's uplink (`model.adapter=zerofl`, `fcl.methods.zerofl`; the codec's `top_k`): every conv
+kernel (4-D tensor) at its own top-K by magnitude, density (1 - s) + r, in the same sparse
+encoding; the other tensors dense in float32; the downlink dense.
 """
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ from typing import Callable
 
 import torch
 
-from fcl.federated.pruning import prune, sparse_nbytes, values_nbytes
-from fcl.models.zerofl import top_k
+from fcl.federated.pruning import prune, sparse_nbytes, top_k, values_nbytes
 from fcl.models.task_state import Params
 
 FLOAT_BYTES = 4
@@ -126,7 +125,7 @@ def encode_pruned(params: Params, rate: float, dense: Collection[str] = ()) -> M
 
 def encode_top_k(params: Params, density: float, dense: Collection[str] = ()) -> Message:
     """ZeroFL's uplink: every conv kernel (4-D tensor) not in `dense` at its own top-K by
-    magnitude (`fcl.models.zerofl.top_k` at `density`), in the sparse encoding of
+    magnitude (`fcl.federated.pruning.top_k` at `density`), in the sparse encoding of
     `fcl.federated.pruning`; every other tensor dense in float32."""
     names = [n for n, t in params.items() if n not in dense and t.dim() == 4]
     tensors = {n: t.float() for n, t in params.items()}

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from fcl.config import ParticipationConfig
 from fcl.seeding import generator
+
+if TYPE_CHECKING:
+    from fcl.config import ParticipationConfig
 
 
 @dataclass(frozen=True)

@@ -79,3 +79,21 @@ def sparse_nbytes(numel: int, nonzero: int) -> int:
 def values_nbytes(nonzero: int) -> int:
     """The values-only size of a pruned tensor: its kept values in float32, positions left out."""
     return FLOAT_BYTES * nonzero
+
+
+def top_k_count(numel: int, density: float) -> int:
+    """K = ceil(density x numel), at least 1 and at most numel (a tolerance of 1e-9 keeps a
+    product such as 0.3 x 10 = 3.0000000000000004 at 3)."""
+    return min(numel, max(1, math.ceil(density * numel - 1e-9)))
+
+
+def top_k(t: torch.Tensor, density: float) -> torch.Tensor:
+    """`t` with every value whose |value| is below the K-th largest |value| set to 0 (K =
+    `top_k_count(t.numel(), density)`; ties at the threshold kept). density >= 1: `t`."""
+    n = t.numel()
+    k = top_k_count(n, density)
+    if k >= n:
+        return t
+    mags = t.detach().abs().reshape(-1)
+    threshold = torch.kthvalue(mags.float(), n - k + 1).values.to(mags.dtype)
+    return torch.where(t.abs() >= threshold, t, torch.zeros_like(t))

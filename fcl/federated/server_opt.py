@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from fcl.config import ServerConfig
 from fcl.models.task_state import Params
+
+if TYPE_CHECKING:
+    from fcl.config import ServerConfig
 
 
 @dataclass(frozen=True)

@@ -176,3 +176,31 @@ def build_backbone(name: str, in_channels: int, norm: str, width: int, seed: int
                            stem=stem, input_size=input_size, norm_groups=norm_groups)
     net.requires_grad_(False)
     return net.eval()
+
+
+def module_key(name: str) -> str:
+    """A module's dotted name as a ModuleDict / ParameterDict key."""
+    return name.replace(".", "_")          # ModuleDict keys may not contain dots
+
+
+NORMS = (nn.GroupNorm, nn.BatchNorm2d)
+
+
+def adapted_layers(backbone: Backbone) -> tuple[list[str], list[str]]:
+    """(conv names, norm names) of the backbone in forward order, as the adapter methods (LoRA, FedWeIT) walk it:
+    the stem's convs and norms (whatever else the stem holds, e.g. a max-pool, runs as is),
+    then per block conv1, bn1, conv2, bn2 and the shortcut's conv + norm."""
+    convs = [f"stem.{i}" for i, m in enumerate(backbone.stem) if isinstance(m, nn.Conv2d)]
+    norms = [f"stem.{i}" for i, m in enumerate(backbone.stem) if isinstance(m, NORMS)]
+    for i, block in enumerate(backbone.blocks):
+        p = f"blocks.{i}."
+        convs += [p + "conv1", p + "conv2"]
+        norms += [p + "bn1", p + "bn2"]
+        if len(block.shortcut):
+            convs.append(p + "shortcut.0")
+            norms.append(p + "shortcut.1")
+    every_conv = {n for n, m in backbone.named_modules() if isinstance(m, nn.Conv2d)}
+    if every_conv != set(convs):   # a backbone of another layout would silently lose adapters
+        raise ValueError(f"backbone convs {sorted(every_conv - set(convs))} "
+                         "are not covered by the walk of adapted layers")
+    return convs, norms

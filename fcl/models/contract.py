@@ -4,7 +4,8 @@ A model is a frozen `backbone` shared by every task plus one trainable module pe
 `tasks`: task t's module holds everything the federation moves for t (its float parameters that
 require grad are trained and stepped by the server; its float buffers are averaged), and
 nothing else. `model(x, t)` gives task t's logits; `extra_loss(t)` a loss term the client adds
-(NetTailor's complexity penalty) or None. Adapters (`fcl.models.factory.ADAPTERS`) build one.
+(NetTailor's complexity penalty) or None. Each method's `build` makes one
+(`fcl.methods.registry`).
 """
 from __future__ import annotations
 

@@ -25,13 +25,17 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from fcl.atomic_file import write_torch_atomic
-from fcl.config import ConfigError, ModelConfig
+from fcl.config_error import ConfigError
 from fcl.shipped_weights import weights_file
+
+if TYPE_CHECKING:
+    from fcl.config import ModelConfig
 
 CHECKPOINT_FORMAT = "fcl-backbone/1"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)     # torchvision's IMAGENET1K_V1 preprocessing

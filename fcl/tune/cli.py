@@ -71,9 +71,17 @@ MAX_SEEDS = 100
 MAX_SAMPLES = 100_000
 
 
-def build_parser(study: Study) -> argparse.ArgumentParser:
+def script_command(study: Study) -> tuple[str, ...]:
+    """How a study is run as a script: `python studies/NAME.py` (`fcl study NAME` the same)."""
+    return ("python", f"studies/{study.name}.py")
+
+
+def build_parser(study: Study, command: tuple[str, ...] | None = None
+                 ) -> argparse.ArgumentParser:
     searcher = study.searcher
-    p = OneLineParser(prog=f"studies/{study.name}.py", description=study.doc,
+    command = command or script_command(study)
+    p = OneLineParser(prog=" ".join(command[1:] if command[0] == "python" else command),
+                      description=study.doc,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="local", choices=list(STUDY_PRESETS),
                    metavar="PRESET", help=presets_help(study.family))
@@ -155,19 +163,23 @@ def add_search_args(p: argparse.ArgumentParser, searcher: str | None) -> None:
                             "started on (default: sqlite:///RESULTS/optuna.db, one driver)")
 
 
-def run_study_cli(study: Study, argv: list[str] | None = None, script: bool = False) -> int:
+def run_study_cli(study: Study, argv: list[str] | None = None, script: bool = False,
+                  command: tuple[str, ...] | None = None) -> int:
     """Parse the shared flags and run `study`. Returns the exit code. `script`: the process
-    ends after it (`main`), so the SIGTERM handler stays for its last instants."""
-    args = build_parser(study).parse_args(argv)
+    ends after it (`main`), so the SIGTERM handler stays for its last instants. `command`: how
+    it was called, as the manifest records it (default `python studies/NAME.py`)."""
+    command = command or script_command(study)
+    args = build_parser(study, command).parse_args(argv)
     previous = termination.install()
     try:
-        return run_parsed(study, args, argv)
+        return run_parsed(study, args, argv, command)
     finally:
         if not script:
             termination.uninstall(previous)
 
 
-def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None) -> int:
+def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None,
+               command: tuple[str, ...] = ()) -> int:
     opts = None
     try:
         if args.resume and args.fresh:
@@ -182,7 +194,7 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None) -
             resume=args.resume or args.retry_errored, fresh=args.fresh, dry_run=args.dry_run,
             retry_errored=args.retry_errored, callbacks=tuple(args.callback),
             save_models=args.save_models,
-            command=shlex.join(["python", f"studies/{study.name}.py",
+            command=shlex.join([*(command or script_command(study)),
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),
             optuna_storage=getattr(args, "optuna_storage", None),
@@ -207,13 +219,15 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None) -
     return 1 if outcome.unfinished or outcome.failed else 0
 
 
-def main(study: Study) -> None:
-    """`if __name__ == "__main__": main(STUDY)` at the end of a study script. The process ends
-    as soon as the study has: Ray is shut down and the files written by then, and the
-    interpreter's teardown of torch's and Ray's modules (about 2 s) is a window in which a
-    SIGTERM could be answered by no handler (Python resets them while it finalizes), killing a
-    driver whose study is whole without a word."""
-    code = run_study_cli(study, script=True)
+def main(study: Study, argv: list[str] | None = None,
+         command: tuple[str, ...] | None = None) -> None:
+    """`if __name__ == "__main__": main(STUDY)` at the end of a study script (and `fcl study
+    NAME`, with its `argv` and `command`). The process ends as soon as the study has: Ray is
+    shut down and the files written by then, and the interpreter's teardown of torch's and
+    Ray's modules (about 2 s) is a window in which a SIGTERM could be answered by no handler
+    (Python resets them while it finalizes), killing a driver whose study is whole without a
+    word."""
+    code = run_study_cli(study, argv, script=True, command=command)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -17,18 +17,11 @@ from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import Space, describe_value, grid_points
 from fcl.tune.study import StudyOutcome
 
-# Samples/s of one trial of resnet_tiny (width 16) on one CPU core of the 2-core machine this
-# was written on, 2 trials at a time: the median `samples_per_s` of the NetTailor trials of
-# the 7 grid studies stored in results/ (Split CIFAR-10, bf16 autocast: 895-1149/s). The dry
-# run scales it by (16 / model.width)^2: LoRA at width 32 measured 207-271/s there, against
-# 250 so scaled. Ray's start of each trial (a few seconds) comes on top.
-CPU_SAMPLES_PER_S = {"resnet_tiny": 1000.0}
-
-# What a seed run costs beyond its training samples at that rate: the data split, the
+# What a seed run costs beyond its training samples at the measured rate: the data split, the
 # evaluations, a report and a checkpoint every round. Smoke trials (400 samples, width 8) took
-# 0.8-1.7 s of Tune's time_total_s on 2 cores, against 0.1 s of training at the scaled rate;
-# without it a small study's ETA read 0:01 before its first trial ended. A study's real trials
-# (minutes each) hardly notice it.
+# 0.8-1.7 s of Tune's time_total_s on 2 cores, against 0.1 s of training; without it a small
+# study's ETA read 0:01 before its first trial ended. A study's real trials (minutes each)
+# hardly notice it.
 RUN_FIXED_S = 1.0
 
 
@@ -42,13 +35,11 @@ def training_samples(cfg: RunConfig, train_images_per_task: float) -> float:
     return (cfg.rounds * sampled * (1 - cfg.participation.straggler_prob)
             * cfg.client.local_epochs * shard)
 
-def cpu_seconds(samples: float, runs: float, cfg: RunConfig, threads: int) -> float | None:
-    """Seconds that `runs` seed runs training `samples` in all take on CPU, `threads` cores
-    each (one at a time); None where no rate was measured for `cfg`'s backbone."""
-    rate = CPU_SAMPLES_PER_S.get(cfg.model.backbone)
-    if not rate:
-        return None
-    return samples / (rate * (16 / cfg.model.width) ** 2 * threads) + runs * RUN_FIXED_S
+def cpu_seconds(samples: float, runs: float, rate: float) -> float:
+    """Seconds that `runs` seed runs training `samples` in all take on CPU, one at a time, at
+    `rate` training samples/s (`measured_rate`), each run's fixed cost on top."""
+    return samples / rate + runs * RUN_FIXED_S
+
 
 # Config keys `training_samples` reads: a searched one changes what a trial costs.
 COST_KEYS = ("rounds", "client.local_epochs", "participation.straggler_prob",
@@ -142,8 +133,7 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
     if not gpus:
         rate = measured_rate(base, datasets, threads)
         runs = trials * seeds_per_trial
-        minutes = [_minutes((n / rate + runs * RUN_FIXED_S) / concurrent / 60)
-                   for n in (mean, most)]
+        minutes = [_minutes(cpu_seconds(n, runs, rate) / concurrent / 60) for n in (mean, most)]
         upto = f" (at most {minutes[1]})" if most > mean else ""
         cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time, at "
                  f"{rate:.0f} training samples/s per trial (measured now: SGD steps of the base "
@@ -152,13 +142,14 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
     return trials, "\n".join(trial_lines(space, points, searched) + [cost])
 
 
-def measured_rate(cfg: RunConfig, datasets: dict, threads: int) -> float:
-    """Training samples/s of one trial of `cfg` on `threads` threads, measured where the dry
-    run runs (`fcl.bench.step_rate`: its model, compute mode and batch size)."""
+def measured_rate(cfg: RunConfig, datasets: dict, threads: int, seconds: float = 2.0) -> float:
+    """Training samples/s of one trial of `cfg` on `threads` threads, measured for about
+    `seconds` where the dry run runs (`fcl.bench.step_rate`: its model, compute mode and batch
+    size)."""
     from fcl.bench import step_rate
     ds = datasets[dataset_key(cfg)]
     per_task = max(1, ds.num_classes // cfg.data.num_tasks)
-    return step_rate(cfg, ds.image_shape, [per_task] * cfg.data.num_tasks, threads)
+    return step_rate(cfg, ds.image_shape, [per_task] * cfg.data.num_tasks, threads, seconds)
 
 
 def _minutes(m: float) -> str:

@@ -28,6 +28,7 @@ from fcl.provenance import versions
 from fcl.records import RoundRecord
 from fcl.tune.report import TrialReport
 from fcl.tune.data_sharing import data_signature, dataset_key
+from fcl.tune.shipped_methods import received
 from fcl.tune.space import resolve
 from fcl.tune.trial_models import save_trial_models
 
@@ -120,11 +121,13 @@ def seed_configs(cfg: RunConfig, seeds: int) -> list[RunConfig]:
 
 
 def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every: int,
-                seeds: int = 1, save_models: bool = False) -> None:
+                seeds: int = 1, save_models: bool = False, methods: tuple = ()) -> None:
     """The Tune function trainable (bound with `tune.with_parameters`): the trial's config at
     `seeds` seeds (seed, seed+1, ...), reported every round as the mean over them; the last
-    checkpoint holds the seeds' trained models too with `save_models`."""
+    checkpoint holds the seeds' trained models too with `save_models`. `methods`: the driver's
+    methods from outside fcl (`fcl.tune.shipped_methods`), registered before anything else."""
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)  # per checkpoint
+    received(methods)
     cfgs = seed_configs(resolve(base, config), seeds)
     states, wall_before = [None] * len(cfgs), 0.0
     checkpoint = tune.get_checkpoint()

@@ -14,7 +14,7 @@ from ray.tune import ExperimentAnalysis
 
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import cluster, nodes, trackers
-from fcl.tune.cost import cpu_seconds, point_cost
+from fcl.tune.cost import cpu_seconds, measured_rate, point_cost
 from fcl.tune.disk_full import StopOnDiskFull
 from fcl.tune.plan import StudyPlan
 from fcl.tune.progress import LineReporter, Reporter
@@ -22,6 +22,7 @@ from fcl.tune.report import BYTES, METRIC, TUNE_ITERATION
 from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
 from fcl.tune.space import Space, complete_variants, display_columns, grid_points
 from fcl.tune.state import TuneState
+from fcl.tune.shipped_methods import shipped
 from fcl.tune.trainable import train_trial
 
 
@@ -97,7 +98,7 @@ def bound_trainable(plan: StudyPlan, res: cluster.TrialResources):
     return tune.with_resources(
         tune.with_parameters(train_trial, base=cfg, datasets=plan.datasets,
                              checkpoint_every=every, seeds=plan.trial_seeds,
-                             save_models=plan.opts.save_models),
+                             save_models=plan.opts.save_models, methods=shipped()),
         res.as_dict())
 
 
@@ -124,8 +125,9 @@ def run_config(plan: StudyPlan, state: TuneState, progress: Reporter | None = No
 def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
              start: float | None = None) -> Reporter:
     """Tune's table (`--tune-table`), else one line: trials done / running / failed / to go,
-    the elapsed time since `start` and an ETA from the dry run's cost model (`fcl.tune.cost`)
-    until trials finish."""
+    the elapsed time since `start` and an ETA from the dry run's cost model (`fcl.tune.cost`:
+    the base config's training rate measured on the driver at the trials' threads) until
+    trials finish, then from their wall times."""
     if table:
         return progress_reporter(plan.space, plan.study.searcher)
     points = grid_points(plan.space)
@@ -133,7 +135,9 @@ def reporter(plan: StudyPlan, res: cluster.TrialResources, table: bool,
     prior = None
     if not res.gpus:
         samples = sum(point_cost(p, plan.cfg, plan.datasets)[0] for p in points) / len(points)
-        prior = cpu_seconds(samples * plan.trial_seeds, plan.trial_seeds, plan.cfg, res.threads)
+        # a shorter look than the dry run's: every study pays it before its trials start
+        rate = measured_rate(plan.cfg, plan.datasets, res.threads, seconds=0.5)
+        prior = cpu_seconds(samples * plan.trial_seeds, plan.trial_seeds, rate)
     concurrent = slots(res, plan.opts.max_concurrent)
     return LineReporter(total, concurrent, prior, start, max_report_frequency=30)
 

@@ -23,6 +23,7 @@ from fcl.presets import preset
 from fcl.tune.export import outcomes, study_frames
 from fcl.tune.plan import load_datasets
 from fcl.tune.space import config_keys
+from fcl.tune.shipped_methods import shipped
 from fcl.tune.trainable import train_trial
 
 
@@ -40,7 +41,7 @@ def trainable(base_config: RunConfig | str, checkpoint_every: int = 0, seeds: in
     cfg = _base(base_config)
     every = checkpoint_every or max(1, cfg.rounds // 10)
     return tune.with_parameters(train_trial, base=cfg, datasets=load_datasets([cfg]),
-                                checkpoint_every=every, seeds=seeds)
+                                checkpoint_every=every, seeds=seeds, methods=shipped())
 
 
 def results_frames(result_grid, base_config: RunConfig | str, study: str = "mine",

@@ -48,33 +48,14 @@ not vmapped.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.grad import conv2d_input, conv2d_weight
 
+from fcl.federated.pruning import top_k
+from fcl.methods.full.model import FullNet, FullTask
 from fcl.models.backbone import Backbone
-from fcl.models.full import FullNet, FullTask
-
-
-def top_k_count(numel: int, density: float) -> int:
-    """K = ceil(density x numel), at least 1 and at most numel (a tolerance of 1e-9 keeps a
-    product such as 0.3 x 10 = 3.0000000000000004 at 3)."""
-    return min(numel, max(1, math.ceil(density * numel - 1e-9)))
-
-
-def top_k(t: torch.Tensor, density: float) -> torch.Tensor:
-    """`t` with every value whose |value| is below the K-th largest |value| set to 0 (K =
-    `top_k_count(t.numel(), density)`; ties at the threshold kept). density >= 1: `t`."""
-    n = t.numel()
-    k = top_k_count(n, density)
-    if k >= n:
-        return t
-    mags = t.detach().abs().reshape(-1)
-    threshold = torch.kthvalue(mags.float(), n - k + 1).values.to(mags.dtype)
-    return torch.where(t.abs() >= threshold, t, torch.zeros_like(t))
 
 
 class _SWATConv(torch.autograd.Function):
@@ -172,13 +153,8 @@ class ZeroFLTask(FullTask):
 
 
 class ZeroFLNet(FullNet):
-    """`full` (fcl.models.full) with ZeroFL's sparse local training."""
+    """`full` (fcl.methods.full.model) with ZeroFL's sparse local training."""
 
     def __init__(self, backbone: Backbone, classes_per_task: list[int], sparsity: float):
         super().__init__(backbone, classes_per_task,
                          lambda b, n: ZeroFLTask(b, n, sparsity))
-
-
-def upload_density(sparsity: float, mask_ratio: float) -> float:
-    """(1 - s) + r: the share of each conv kernel a client uploads (0: ZeroFL off)."""
-    return 0.0 if sparsity <= 0 else min(1.0, 1 - sparsity + mask_ratio)

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from fcl.models.backbone import Backbone
-from fcl.models.full import FullNet
+from fcl.methods.full.model import FullNet
 
 
 def conv_rank(out_ch: int, in_ch: int, kernel: int, gamma: float) -> int:
@@ -144,7 +144,7 @@ class FedParaTask(nn.Module):
 
 
 class FedParaNet(FullNet):
-    """`full`'s layout (fcl.models.full): the untouched original as `backbone`, never run,
+    """`full`'s layout (fcl.methods.full.model): the untouched original as `backbone`, never run,
     and one whole FedPara model per task."""
 
     def __init__(self, backbone: Backbone, classes_per_task: list[int], gamma: float,

@@ -1,7 +1,7 @@
 """FedWeIT's round (Yoon et al., ICML 2021; official code `wyjeong/FedWeIT`:
 `models/fedweit/client.py`, `models/fedweit/server.py`, `modules/federated.py`, `config.py`),
-`model.adapter=fedweit`. The layers are `fcl.models.fedweit`; the knowledge base and the sparse
-byte counts are `fcl.federated.knowledge_base`.
+`model.adapter=fedweit`. The layers are `fcl.methods.fedweit.layers`; the knowledge base and the sparse
+byte counts are `fcl.methods.fedweit.knowledge_base`.
 
 Round r, over the run's schedule, participation and server optimizer:
   down   every sampled client receives the server's B, dense float32. A client sampled for a task
@@ -11,7 +11,7 @@ Round r, over the run's schedule, participation and server optimizer:
          while the server holds no slot (its attention then stays zero and untrained).
   train  each reporting client (sampled, not straggling, holding data) trains K local epochs on
          B, m_t, A_t, alpha_t (with a knowledge base), its norms and head, with the loss
-         cross-entropy + `fcl.models.fedweit.fedweit_penalty`. When it moves to a task other
+         cross-entropy + `fcl.methods.fedweit.layers.fedweit_penalty`. When it moves to a task other
          than the one it trained last, theta_i* = B sigmoid(m_i) + A_i of every other task it
          holds is taken with the B it received (the code takes its own B before receiving).
   up     B masked to the output channels `channel_mask` keeps (model.fedweit_channels), with the
@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
-from fcl.engine import (
+from fcl.federated.round import (
     Downlink,
     Plan,
     Report,
@@ -69,9 +69,9 @@ from fcl.engine import (
     task_hits,
 )
 from fcl.federated.aggregate import cosine_distance
-from fcl.federated.client import epoch_batches, sgd_step_
+from fcl.federated.client import local_epochs, sgd_step_
 from fcl.federated.compression import float32_nbytes
-from fcl.federated.knowledge_base import (
+from fcl.methods.fedweit.knowledge_base import (
     Slots,
     empty_slots,
     has_knowledge,
@@ -83,7 +83,7 @@ from fcl.federated.knowledge_base import (
 )
 from fcl.federated.participation import participation
 from fcl.federated.server_opt import OptState
-from fcl.models.fedweit import anchor, channel_mask, fedweit_penalty, threshold, variance_scaling_
+from fcl.methods.fedweit.layers import anchor, channel_mask, fedweit_penalty, threshold, variance_scaling_
 from fcl.models.task_state import Params, live_tensors, load_state_, read_state
 from fcl.seeding import generator
 
@@ -233,33 +233,26 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
     if mcfg.fedweit_past == "trained":      # the paper: past A_i move under the term too
         params += [model.tasks[i].adaptive[n] for i in anchors for n in shared]
     start = [p.detach().clone() for p in base]
-    step = adam() if mcfg.fedweit_optimizer == "adam" else None
+    adam_step = adam() if mcfg.fedweit_optimizer == "adam" else None
     momentum: list[torch.Tensor] = []
-    td, data = plan.data.tasks[task], plan.data
-    shard = td.shards[client]
-    gen = generator(plan.cfg.seed, "batches", r, client)
-    augment = data.augmenter(gen)
-    drift = torch.zeros((), device=shard.device)
-    loss_sum = torch.zeros((), device=shard.device)
-    steps = 0
+    shard = plan.data.tasks[task].shards[client]
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with plan.trainer.forward():
+            ce = F.cross_entropy(model(x, task), y)
+        return ce + fedweit_penalty(model, task, anchors, mcfg.fedweit_weight_decay,
+                                    mcfg.fedweit_lambda_l1, mcfg.fedweit_lambda_l2)
+
+    def step(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+        if adam_step is not None:
+            adam_step(params, grads, cfg.lr)
+        else:
+            sgd_step_(params, grads, momentum, cfg)
+
     model.train()
-    for _ in range(cfg.local_epochs):
-        for idx in epoch_batches(shard, cfg.batch_size, gen):
-            x = data.normalise(augment(td.train_x[idx]))
-            with plan.trainer.forward():
-                ce = F.cross_entropy(model(x, task), td.train_y[idx])
-            loss = ce + fedweit_penalty(model, task, anchors, mcfg.fedweit_weight_decay,
-                                        mcfg.fedweit_lambda_l1, mcfg.fedweit_lambda_l2)
-            grads = torch.autograd.grad(loss, params, allow_unused=True)
-            grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
-            if step is not None:
-                step(params, grads, cfg.lr)
-            else:
-                sgd_step_(params, grads, momentum, cfg)
-            loss_sum += loss.detach()
-            steps += 1
-        with torch.no_grad():
-            drift += sum(d.pow(2).sum() for d in torch._foreach_sub(base, start))
+    drift, mean_loss = local_epochs(plan.data, task, shard, cfg,
+                                    generator(plan.cfg.seed, "batches", r, client), loss,
+                                    params, step, moving=base, start=start, fill_unused=True)
     tasks = {**own.tasks, task: read_state(module, names.trainable + names.buffers)}
     if mcfg.fedweit_past == "trained":
         for i in anchors:
@@ -272,7 +265,7 @@ def train_client(plan: Plan, shared: Params, own: ClientTasks, client: int, task
                             mcfg.fedweit_channels) for n in shared}
     nbytes = sum(masked_nbytes(b_c[n], keep[n]) for n in shared)
     own = ClientTasks(tasks, own.knowledge, attention, anchors, task)
-    report = Report(client, task, {}, len(shard), {}, drift, loss_sum / max(steps, 1))
+    report = Report(client, task, {}, len(shard), {}, drift, mean_loss)
     return own, report, Sent(b_c, keep, nbytes)
 
 

@@ -23,7 +23,7 @@ code's decomposed layers (LeNet) carry a per-task bias; FedKNOW's ResNet keeps i
 shared; per-task norms are this project's reading. B lives in `shared`, outside the task
 modules. KB and alpha depend on the number of clients, which the model config does not know:
 they enter the kernel through `set_knowledge(task, kb, alpha)`, owned by the FedWeIT round
-(`fcl.federated.fedweit`). The backbone has no linear layer (the head is per task), so only
+(`fcl.methods.fedweit.round`). The backbone has no linear layer (the head is per task), so only
 convolutions are decomposed.
 """
 from __future__ import annotations
@@ -37,8 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.models.backbone import Backbone, Swap
-from fcl.models.lora import _key, adapted_layers
+from fcl.models.backbone import Backbone, Swap, adapted_layers, module_key
 from fcl.models.task_state import Params
 
 ADAPTIVE_FACTOR = 3.0              # A_t starts at B / 3 (nets.py: adaptive_factor)
@@ -75,11 +74,11 @@ class FedWeITTask(nn.Module):
         super().__init__()
         layers = dict(backbone.named_modules())
         convs, norms = adapted_layers(backbone)
-        self.masks = nn.ParameterDict({_key(n): nn.Parameter(variance_scaling_(
+        self.masks = nn.ParameterDict({module_key(n): nn.Parameter(variance_scaling_(
             torch.empty(layers[n].out_channels))) for n in convs})
-        self.adaptive = nn.ParameterDict({_key(n): nn.Parameter(
+        self.adaptive = nn.ParameterDict({module_key(n): nn.Parameter(
             layers[n].weight.detach() / ADAPTIVE_FACTOR) for n in convs})
-        self.norms = nn.ModuleDict({_key(n): copy.deepcopy(layers[n]).requires_grad_(True)
+        self.norms = nn.ModuleDict({module_key(n): copy.deepcopy(layers[n]).requires_grad_(True)
                                     for n in norms})
         self.head = nn.Linear(backbone.out_channels, num_classes)
 
@@ -93,7 +92,7 @@ class FedWeITNet(nn.Module):
         self.backbone = backbone
         self._layers = dict(backbone.named_modules())    # plain dict: not registered twice
         self._convs, self._norms = adapted_layers(backbone)
-        self.shared = nn.ParameterDict({_key(n): nn.Parameter(
+        self.shared = nn.ParameterDict({module_key(n): nn.Parameter(
             self._layers[n].weight.detach().clone()) for n in self._convs})
         self.tasks = nn.ModuleList(FedWeITTask(backbone, n) for n in classes_per_task)
         self.lambda_l1 = lambda_l1
@@ -125,9 +124,9 @@ class FedWeITNet(nn.Module):
         m = self.tasks[task]
         table: dict[nn.Module, Callable] = {
             self._layers[n]: partial(_conv, layer=self._layers[n],
-                                     kernel=partial(self.kernel, task, _key(n)))
+                                     kernel=partial(self.kernel, task, module_key(n)))
             for n in self._convs}
-        table.update({self._layers[n]: m.norms[_key(n)] for n in self._norms})
+        table.update({self._layers[n]: m.norms[module_key(n)] for n in self._norms})
         return lambda layer: table.get(layer, layer)
 
     def forward(self, x: torch.Tensor, task: int) -> torch.Tensor:
@@ -137,7 +136,7 @@ class FedWeITNet(nn.Module):
         return None          # FedWeIT's regularisers need past tasks: `fedweit_penalty`
 
     def conv_names(self) -> list[str]:
-        return [_key(n) for n in self._convs]
+        return [module_key(n) for n in self._convs]
 
 
 def _conv(x: torch.Tensor, layer: nn.Conv2d, kernel: Callable[[], torch.Tensor]) -> torch.Tensor:

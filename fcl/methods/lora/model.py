@@ -32,11 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fcl.models.backbone import Backbone, Swap
-
-
-def _key(name: str) -> str:
-    return name.replace(".", "_")          # ModuleDict keys may not contain dots
+from fcl.models.backbone import Backbone, Swap, adapted_layers, module_key
 
 
 def _down_factor(rank: int, fan_shape: tuple[int, ...]) -> nn.Parameter:
@@ -79,29 +75,6 @@ class LoRALinear(nn.Module):
         return F.linear(x, self.base.weight + self.scale * (self.up @ self.down), self.base.bias)
 
 
-NORMS = (nn.GroupNorm, nn.BatchNorm2d)
-
-
-def adapted_layers(backbone: Backbone) -> tuple[list[str], list[str]]:
-    """(conv names, norm names) of the backbone in forward order, as `LoRANet` walks it:
-    the stem's convs and norms (whatever else the stem holds, e.g. a max-pool, runs as is),
-    then per block conv1, bn1, conv2, bn2 and the shortcut's conv + norm."""
-    convs = [f"stem.{i}" for i, m in enumerate(backbone.stem) if isinstance(m, nn.Conv2d)]
-    norms = [f"stem.{i}" for i, m in enumerate(backbone.stem) if isinstance(m, NORMS)]
-    for i, block in enumerate(backbone.blocks):
-        p = f"blocks.{i}."
-        convs += [p + "conv1", p + "conv2"]
-        norms += [p + "bn1", p + "bn2"]
-        if len(block.shortcut):
-            convs.append(p + "shortcut.0")
-            norms.append(p + "shortcut.1")
-    every_conv = {n for n, m in backbone.named_modules() if isinstance(m, nn.Conv2d)}
-    if every_conv != set(convs):   # a backbone of another layout would silently lose adapters
-        raise ValueError(f"model.adapter=lora: backbone convs {sorted(every_conv - set(convs))} "
-                         "are not covered by the LoRA walk")
-    return convs, norms
-
-
 class LoRATask(nn.Module):
     """One task's trainable state: an adapter per conv, norms (when trained) and the head."""
 
@@ -110,8 +83,8 @@ class LoRATask(nn.Module):
         super().__init__()
         layers = dict(backbone.named_modules())
         convs, norms = adapted_layers(backbone)
-        self.adapters = nn.ModuleDict({_key(n): LoRAConv(layers[n], rank, alpha) for n in convs})
-        self.norms = nn.ModuleDict({_key(n): copy.deepcopy(layers[n]).requires_grad_(True)
+        self.adapters = nn.ModuleDict({module_key(n): LoRAConv(layers[n], rank, alpha) for n in convs})
+        self.norms = nn.ModuleDict({module_key(n): copy.deepcopy(layers[n]).requires_grad_(True)
                                     for n in norms} if train_norms else {})
         self.head = (LoRALinear(backbone.out_channels, num_classes, rank, alpha) if lora_on_head
                      else nn.Linear(backbone.out_channels, num_classes))
@@ -139,10 +112,10 @@ class LoRANet(nn.Module):
         (when trained); everything else runs as is."""
         m = self.tasks[task]
         table: dict[nn.Module, Callable] = {
-            self._layers[n]: partial(m.adapters[_key(n)], base=self._layers[n])
+            self._layers[n]: partial(m.adapters[module_key(n)], base=self._layers[n])
             for n in self._convs}
         if len(m.norms):
-            table.update({self._layers[n]: m.norms[_key(n)] for n in self._norms})
+            table.update({self._layers[n]: m.norms[module_key(n)] for n in self._norms})
         return lambda layer: table.get(layer, layer)
 
     def features(self, x: torch.Tensor, task: int) -> torch.Tensor:

@@ -77,7 +77,7 @@ def knowledge_nbytes(slots: Slots) -> int:
 
 
 def kept_channels(n: int, sparsity: float, rule: str) -> int:
-    """How many of n output channels `fcl.models.fedweit.channel_mask` keeps when the |m| are
+    """How many of n output channels `fcl.methods.fedweit.layers.channel_mask` keeps when the |m| are
     distinct: code, n - floor(s n) - 1; top, ceil((1 - s) n)."""
     if rule == "top":
         return math.ceil(round((1 - sparsity) * n, 9))
