@@ -298,7 +298,7 @@ def test_one_command_line_refuses_an_unknown_command():
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("error: plots: not a command; allowed: figures, dashboard, "
                                    "paired, claims, flocora_table1, provenance, "
-                                   "seeds-simulation")
+                                   "seeds-simulation, report")
 
 
 def test_a_study_reads_its_manifest_and_states_what_it_was_drawn_from(study_results):

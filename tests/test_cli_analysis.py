@@ -1,4 +1,4 @@
-"""`fcl figures|claims|dashboard|paired|provenance|seeds-simulation` are the analysis's commands
+"""`fcl figures|claims|dashboard|paired|provenance|seeds-simulation|report` are the analysis's commands
 under the one command line: the same output as `python -m analysis`, their own --help, and
 listed in `fcl --help`."""
 import os
