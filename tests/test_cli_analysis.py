@@ -1,6 +1,6 @@
-"""`fcl figures|claims|dashboard|paired|provenance|seeds-simulation|report` are the analysis's commands
-under the one command line: the same output as `python -m analysis`, their own --help, and
-listed in `fcl --help`."""
+"""`fcl figures|claims|dashboard|paired|provenance|seeds-simulation|report` are the analysis's
+commands under the one command line: the same output as `python -m analysis`, their own --help,
+and listed in `fcl --help`."""
 import os
 import subprocess
 import sys
