@@ -21,8 +21,8 @@ def test_the_installed_wheel_runs_outside_the_clone(tmp_path):
     for name in ("fcl", "analysis"):
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels),
-                    str(source)], check=True, timeout=600, capture_output=True)
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(source)], check=True,
+                   timeout=600, capture_output=True)
     wheel = next(wheels.glob("fcl-*.whl"))
     subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
                    check=True, timeout=600, capture_output=True)
