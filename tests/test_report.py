@@ -3,7 +3,6 @@ each study's provenance and best setting, the figures drawn from it and the clai
 it; refused in one line without a study, and nothing written then."""
 from __future__ import annotations
 
-import pytest
 
 from analysis.report import main
 from study_fixture import study_results  # noqa: F401  (the session fixture)
