@@ -3,10 +3,9 @@ each study's provenance and best setting, the figures drawn from it and the clai
 it; refused in one line without a study, and nothing written then."""
 from __future__ import annotations
 
-
 from analysis.report import main
-from study_fixture import study_results  # noqa: F401  (the session fixture)
 from fcl.study_folders import named_studies
+from study_fixture import study_results  # noqa: F401  (the session fixture)
 
 
 def test_the_report_holds_every_study_its_figures_and_its_claims(study_results, tmp_path,
