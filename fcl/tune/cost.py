@@ -8,7 +8,7 @@ from typing import TextIO
 import ray
 import torch
 
-from fcl.config import RunConfig
+from fcl.config import RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset
 from fcl.tune import cluster, nodes, schedulers, space as spaces
 from fcl.tune.plan import StudyPlan
@@ -149,7 +149,10 @@ def measured_rate(cfg: RunConfig, datasets: dict, threads: int, seconds: float =
     from fcl.bench import step_rate
     ds = datasets[dataset_key(cfg)]
     per_task = max(1, ds.num_classes // cfg.data.num_tasks)
-    return step_rate(cfg, ds.image_shape, [per_task] * cfg.data.num_tasks, threads, seconds)
+    # the weights do not change the speed, and they may be a file only the nodes have
+    random_init = with_overrides(cfg, {"model.weights": "", "model.pretrained": "none"})
+    return step_rate(random_init, ds.image_shape, [per_task] * cfg.data.num_tasks, threads,
+                     seconds)
 
 
 def _minutes(m: float) -> str:
