@@ -16,10 +16,18 @@ import torch
 import toy_method
 from fcl.config import ConfigError, RunConfig, with_overrides
 from fcl.engine import run
-from fcl.methods.registry import BUILT_IN, method, methods, plugins, register
+from fcl.methods.registry import BUILT_IN, method, methods, plugins, register, unregister
 from fcl.presets import preset
 
 TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def probe():
+    """The toy method registered for each test of this file only (the registry is global)."""
+    register(toy_method.METHOD)
+    yield
+    unregister("probe")
 TINY = {"rounds": 2, "data.num_tasks": 2, "data.num_clients": 2, "data.train_per_class": 20,
         "data.test_per_class": 10, "client.local_epochs": 1, "model.width": 8,
         "run.threads": 1, "model.adapter": "probe"}
@@ -27,11 +35,13 @@ TINY = {"rounds": 2, "data.num_tasks": 2, "data.num_clients": 2, "data.train_per
 
 def test_the_toy_method_is_registered_beside_fcls_own():
     assert method("probe") is toy_method.METHOD and toy_method.METHOD in plugins()
+    with pytest.raises(ValueError, match="model.adapter=lora is one of fcl's own methods"):
+        unregister("lora")
     assert set(methods()) == {m.name for m in BUILT_IN} | {"probe"}
     with pytest.raises(ValueError, match="model.adapter=lora is already registered"):
         register(toy_method.METHOD.__class__(**{**toy_method.METHOD.__dict__, "name": "lora"}))
     assert with_overrides(RunConfig(), {"model.adapter": "probe"}).model.adapter == "probe"
-    with pytest.raises(ConfigError, match="allowed: nettailor, .*, probe"):
+    with pytest.raises(ConfigError, match=r"allowed: did you mean probe\? nettailor, .*, probe$"):
         with_overrides(RunConfig(), {"model.adapter": "probes"})
 
 

@@ -1,14 +1,13 @@
 """A continual method from outside fcl, as a researcher would add one: a linear probe (a head per
-task on the frozen backbone's features, nothing else trained or sent). One module, one
-`register` call; fcl's own code is not touched. Load it with `FCL_METHODS=toy_method` (this
-folder on the path) or by importing it."""
+task on the frozen backbone's features, nothing else trained or sent). One module whose
+`METHOD` is a `Method`; fcl's own code is not touched. Load it with `FCL_METHODS=toy_method`
+(this folder on the path), or `fcl.methods.registry.register(toy_method.METHOD)`."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
 from fcl.methods.contract import Method
-from fcl.methods.registry import register
 
 
 class ProbeTask(nn.Module):
@@ -37,8 +36,8 @@ class ProbeNet(nn.Module):
         return None
 
 
-METHOD = register(Method(
+METHOD = Method(
     name="probe", label="Linear probe",
     summary="probe = a linear head per task on the frozen backbone (tests/toy_method.py)",
     build=lambda cfg, backbone, classes: ProbeNet(backbone, classes),
-    describe=lambda m: "probe (a linear head per task, the backbone frozen)"))
+    describe=lambda m: "probe (a linear head per task, the backbone frozen)")

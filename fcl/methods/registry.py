@@ -1,10 +1,9 @@
 """The one table that names methods: `model.adapter` -> its `Method` value.
 
-fcl's own methods are listed in `BUILT_IN`. A method from elsewhere is one folder (or module)
-whose import calls `register(METHOD)`: name its module in the `FCL_METHODS` environment variable
-(comma-separated; Ray's workers inherit it from the driver on one machine, and a cluster passes it
-in the job's `runtime_env`), or as an entry point of the group `fcl.methods` in its package's
-metadata. Either is loaded the first time the table is read. A study also ships the driver's
+fcl's own methods are listed in `BUILT_IN`. A method from elsewhere is one module (or package)
+whose `METHOD` is a `Method`: name the module in the `FCL_METHODS` environment variable
+(comma-separated), or its `METHOD` as an entry point of the group `fcl.methods` in its package's
+metadata. Either is loaded the first time the table is read; `register` adds one by hand. A study also ships the driver's
 methods from elsewhere to its trials (`plugins`, `adopt`), so a worker need not import them.
 """
 from __future__ import annotations
@@ -41,12 +40,20 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for module in filter(None, (m.strip() for m in os.environ.get("FCL_METHODS", "").split(","))):
-        importlib.import_module(module)        # a module outside fcl: its import registers
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        value = point.load()
+    names = filter(None, (m.strip() for m in os.environ.get("FCL_METHODS", "").split(",")))
+    found = [getattr(importlib.import_module(name), "METHOD", None) for name in names]
+    found += [point.load() for point in entry_points(group=ENTRY_POINT_GROUP)]
+    for value in found:
         if isinstance(value, Method):
             register(value)
+
+
+def unregister(name: str) -> None:
+    """Take the method `name` out of the table (one registered by hand, e.g. for a notebook's
+    or a test's while); fcl's own stay."""
+    if any(m.name == name for m in BUILT_IN):
+        raise ValueError(f"model.adapter={name} is one of fcl's own methods")
+    _TABLE.pop(name, None)
 
 
 def plugins() -> tuple[Method, ...]:
