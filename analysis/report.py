@@ -47,7 +47,7 @@ def best_setting(path: str) -> str:
     trials = pd.read_parquet(Path(path) / "trials.parquet")
     odds = chance(manifest.base)
     line = best_line(trials, list(manifest.varying), odds) or "no trial finished"
-    return line if odds else f"{line} (chance not checked: the data set is not here)"
+    return line if odds else f"{line} (chance not checked: the data set could not be read)"
 
 
 def provenance(row: Listing, where: str) -> str:
