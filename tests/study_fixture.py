@@ -61,7 +61,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def script_doc(name: str) -> str:
-    return ast.get_docstring(ast.parse((REPO / "studies" / f"{name}.py").read_text())) or ""
+    """The doc of the study `name` (its module in `fcl/studies/`)."""
+    source = (REPO / "fcl" / "studies" / f"{name}.py").read_text()
+    return ast.get_docstring(ast.parse(source)) or ""
 
 
 def fixture_manifest(name: str, settings: list[dict], searcher: str | None = None,

@@ -405,7 +405,8 @@ def test_dry_run_minutes_come_from_a_rate_measured_on_this_machine(capsys, monke
     import fcl.bench
     from fcl.tune.cost import RUN_FIXED_S
     assert fcl.bench.step_rate(fcl.configure("smoke"), (3, 32, 32), [2] * 5, 1, 0.2) > 0
-    monkeypatch.setattr(fcl.bench, "step_rate", lambda cfg, shape, classes, threads: 500.0)
+    monkeypatch.setattr(fcl.bench, "step_rate",
+                        lambda cfg, shape, classes, threads, seconds: 500.0)
     assert run_study_cli(load_study("search"), ["--preset", "smoke", "--dry-run",
                                                 "--max-concurrent", "2"]) == 0
     out = capsys.readouterr().out
