@@ -20,6 +20,7 @@ import time
 from typing import Callable
 
 from fcl import __version__
+from fcl.clock import clock
 from fcl.cli_args import (
     EXIT_USAGE,
     EXIT_WRITE_FAILED,
@@ -54,13 +55,6 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--export-to", metavar="TRACKER=DEST", action="append", default=[],
                    help="with --out: the run into a tracker too, as `fcl export` writes it "
                         "(tensorboard=FOLDER, mlflow=URI or PATH, optuna=URL); repeatable")
-
-
-def clock(seconds: float) -> str:
-    """0:12, 4:05, 1:02:03: how long, as a log reader reads it."""
-    m, s = divmod(int(round(seconds)), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def progress_line(rec, total: int, elapsed: float | None = None) -> str:

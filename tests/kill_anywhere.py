@@ -116,6 +116,9 @@ def kill_anywhere(folder: Path, address: str, kills: int, seed: int = 0,
     span = work_span(folder, address, env)
     rng, tally, started = random.Random(seed), Tally(), False
     while tally.kills < kills:
+        if len(tally.odd) > 3:           # a driver that cannot go on makes no more kills
+            raise RuntimeError(f"{len(tally.odd)} drivers exited with an error, the last: "
+                               f"{tally.odd[-1]}")
         sig = signals[(tally.kills + tally.ended) % len(signals)]
         code, output = cycle(folder, address, started, rng.uniform(0, span), sig, env)
         started = True

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from fcl.cli import clock, progress_line
+from fcl.cli import progress_line
+from fcl.clock import clock
 
 ROUND = {"round": 2, "phase": 1, "tasks_trained": [0, 3], "clients_reporting": 3,
          "clients_sampled": 3, "drift": 0.5, "mean_acc": 71.25, "bytes_up": 1e5,

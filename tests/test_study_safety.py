@@ -81,6 +81,20 @@ def test_resume_with_no_saved_state_refuses_nothing_to_resume(tmp_path):
     assert no_ray_work(tmp_path)
 
 
+def test_resume_of_a_study_killed_before_tune_wrote_its_state_starts_it_again(tmp_path, capsys):
+    """The driver writes fcl's record, then Tune its state: a kill between the two (the driver
+    said `--resume`) leaves the record only; `--resume` then starts the study from the
+    beginning (no trial ran: nothing is lost)."""
+    plan = plan_study(STRAGGLERS, smoke(tmp_path, resume=True))
+    path = tmp_path / ".tune" / "stragglers"
+    states.write_record(str(path), plan.manifest())
+    state = states.claim_state("stragglers", plan.opts, None, plan.manifest())
+    assert not state.can_restore and not path.exists()
+    assert capsys.readouterr().err.strip() == (
+        f"study stragglers was stopped before Tune wrote its state ({path} holds fcl's record "
+        "of it only): it starts from the beginning")
+
+
 def test_results_and_storage_that_cannot_be_written_are_refused_first(tmp_path):
     (tmp_path / "a-file").write_text("x")
     for opts, flag in ((smoke(tmp_path / "a-file"), "--results"),

@@ -54,3 +54,28 @@ def test_the_handler_it_replaced_comes_back():
         assert termination.outer() is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if original is None else original)
+
+
+def test_in_tunes_loop_sigterm_is_ctrl_c_only_where_tunes_handler_takes_it():
+    """Inside `sigterm_as_ctrl_c` a SIGTERM becomes Tune's SIGINT stop; where no SIGINT handler
+    but Python's is in place (before `tuner.fit` sets Tune's, after a first stop) it ends the
+    driver as terminated, never as a KeyboardInterrupt (exit 130, "interrupted")."""
+    out = sigterm_self("""
+        from fcl.tune import progress, stop_request
+        with progress.sigterm_as_ctrl_c():
+            try:                                   # Python's SIGINT handler: no KeyboardInterrupt
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(60)
+            except termination.Terminated:
+                print("terminated")
+            got = []
+            signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))   # Tune's
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.01)
+            print("stopped as Ctrl-C" if got == [signal.SIGINT] and stop_request.stops(
+                stop_request.SIGTERM) else "not stopped")
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["terminated", "stopped as Ctrl-C"]

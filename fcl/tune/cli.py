@@ -85,17 +85,7 @@ def build_parser(study: Study, command: tuple[str, ...] | None = None
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="local", choices=list(STUDY_PRESETS),
                    metavar="PRESET", help=presets_help(study.family))
-    p.add_argument("--address", help="Ray cluster to join (default: $RAY_ADDRESS, else start a "
-                                     "quiet local Ray)")
-    p.add_argument("--storage", help="where Tune keeps trial state and checkpoints: a path "
-                                     "shared by the nodes or s3://... (default: RESULTS/.tune)")
-    p.add_argument("--results", default="results",
-                   help="folder for RESULTS/<study>/{trials,rounds}.parquet (default: results)")
-    p.add_argument("--cpus-per-trial", type=positive(float),
-                   help="CPUs per trial, also its torch threads (default: 1)")
-    p.add_argument("--gpus-per-trial", type=non_negative_float,
-                   help="GPUs per trial (default: the cluster's GPUs / trials that fit at once; "
-                        "0 when it has none)")
+    add_placement_args(p)
     p.add_argument("--num-samples", "--trials", type=positive(int, MAX_SAMPLES),
                    default=study.num_samples,
                    help="repeats of the grid, or draws of a search, 1.."
@@ -139,6 +129,21 @@ def build_parser(study: Study, command: tuple[str, ...] | None = None
                         f"{DEADLINE_S:g})")
     add_search_args(p, searcher)
     return p
+
+
+def add_placement_args(p: argparse.ArgumentParser) -> None:
+    """Where the study runs and what each trial holds."""
+    p.add_argument("--address", help="Ray cluster to join (default: $RAY_ADDRESS, else start a "
+                                     "quiet local Ray)")
+    p.add_argument("--storage", help="where Tune keeps trial state and checkpoints: a path "
+                                     "shared by the nodes or s3://... (default: RESULTS/.tune)")
+    p.add_argument("--results", default="results",
+                   help="folder for RESULTS/<study>/{trials,rounds}.parquet (default: results)")
+    p.add_argument("--cpus-per-trial", type=positive(float),
+                   help="CPUs per trial, also its torch threads (default: 1)")
+    p.add_argument("--gpus-per-trial", type=non_negative_float,
+                   help="GPUs per trial (default: the cluster's GPUs / trials that fit at once; "
+                        "0 when it has none)")
 
 
 def add_search_args(p: argparse.ArgumentParser, searcher: str | None) -> None:

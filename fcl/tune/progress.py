@@ -19,7 +19,7 @@ import time
 import pandas as pd
 from ray import tune
 
-from fcl.cli import clock
+from fcl.clock import clock
 from fcl.intervals import accuracy_interval, t975
 from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import stop_request, termination, waits
@@ -185,12 +185,23 @@ def sigterm_as_ctrl_c():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM,
-                             lambda signum, frame: stop_request.request_stop(stop_request.SIGTERM))
+    previous = signal.signal(signal.SIGTERM, _sigterm_in_loop)
     try:
         yield
     finally:      # a handler installed outside Python (Ray's) reads back as None
         signal.signal(signal.SIGTERM, termination.outer() if previous is None else previous)
+
+
+def _sigterm_in_loop(signum, frame) -> None:
+    """Ctrl-C's stop where Tune's SIGINT handler is in place. Where it is not (the block's first
+    instants, before `tuner.fit` sets it; after Tune's loop; after a first stop, which puts the
+    old one back) a SIGINT would be Python's KeyboardInterrupt, and the driver would end as an
+    interrupted one (exit 130): it ends as a terminated one instead (`termination.Terminated`,
+    exit 143 and its line), Tune's last snapshot skipped as after a second Ctrl-C."""
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_DFL,
+                                           signal.SIG_IGN, None):
+        raise termination.Terminated()
+    stop_request.request_stop(stop_request.SIGTERM)
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from typing import TextIO
 
 import ray
 
-from fcl.cli import clock
+from fcl.clock import clock
 from fcl.config import ConfigError, with_overrides
 from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files

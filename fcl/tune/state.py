@@ -116,8 +116,7 @@ def claim_state(name: str, opts: StudyOptions, searcher: str | None,
         raise ConfigError("--retry-errored", "on", f"study {name} has no Tune state in {path}",
                           "run the study first")
     if opts.resume and not (state.can_restore or stale_optuna):
-        raise ConfigError("--resume", "on", f"nothing to resume: study {name} has no Tune "
-                          f"state in {path}", "run it without --resume (or check --storage)")
+        started_only(name, path)
     if manifest is not None and not (opts.resume and state.can_restore):
         check_results(os.path.join(opts.results, name), manifest)
     if opts.resume and state.can_restore and disk_full.never_recorded(path):
@@ -192,13 +191,31 @@ def enter(state: TuneState, opts: StudyOptions, manifest: Manifest) -> None:
     write_record(state.path, manifest)
 
 
+def started_only(name: str, path: str) -> None:
+    """`--resume` of a study Tune holds no state of. Where fcl's record of it is there (a
+    driver killed in its first seconds: the record is written before Tune starts, and the
+    driver's last line said `--resume`), it starts from the beginning: no trial ran, so
+    nothing is lost or mixed, whatever config the resume names; where nothing is, a one-line
+    refusal (a mistyped --results or --storage)."""
+    old = read_record(path)
+    if old is None:
+        raise ConfigError("--resume", "on", f"nothing to resume: study {name} has no Tune "
+                          f"state in {path}", "run it without --resume (or check --storage)")
+    print(f"study {name} was stopped before Tune wrote its state ({path} holds fcl's record "
+          "of it only): it starts from the beginning", file=sys.stderr)
+    remove_experiment(path)
+
+
 def check_resume(state: TuneState, opts: StudyOptions, manifest: Manifest) -> None:
     """Refuse to resume a study under a base config or trial seeds other than its own."""
     if not (opts.resume and state.can_restore):
         return
     old = read_record(state.path)
-    if old is None:
-        return
+    if old is not None:
+        check_same_config(old, manifest)
+
+
+def check_same_config(old: dict, manifest: Manifest) -> None:
     new = {**manifest.base, "--seeds": manifest.trial_seeds}
     was = {**old["base"], "--seeds": old.get("trial_seeds", 1)}
     diff = sorted(k for k in new if was.get(k) != new[k])
