@@ -33,9 +33,9 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.claims import CLAIMS
-from analysis.claims.judging import pick_rows, with_round_values
 from analysis.figures.files import markdown_table
 from analysis.output_paths import first_path_problem
+from analysis.seed_comparisons import claim_pairs
 from analysis.study_tables import MissingStudy, SchemaError, load_study
 from fcl.cli_args import EXIT_USAGE
 from fcl.sequential import BOUNDARIES, FUTILE, OPEN, SPENDING, SeedRule, judge
@@ -69,24 +69,16 @@ def replays(folder: Path, most: int) -> list[Replay]:
             loaded = load_study(folder, study)
         except MissingStudy:
             continue
-        trials = with_round_values(loaded)
         comps, settings = [], {}
-        for claim in (c for c in CLAIMS if c.study == study):
-            for comp in claim.on(trials):
-                sides = [pick_rows(trials, {**claim.fixed, **s}) for s in (comp.a, comp.b)]
-                if any(s is None or s.empty or comp.value not in s or not s["seed"].is_unique
-                       for s in sides):
-                    continue
-                a, b = (s.set_index("seed") for s in sides)
-                d = ((a[comp.value] - b[comp.value]) - comp.bound).dropna() * comp.sign
-                if len(d) < most:
-                    continue
-                # a setting is its trials (two claims may name it by other keys)
-                names = [",".join(sorted(s["trial_id"])) for s in sides]
-                for name, rows in zip(names, (a, b)):
-                    settings[name] = (rows["wall_s"] / 60).to_dict()
-                comps.append(Stored(f"{claim.name}: {comp.label}", *names,
-                                    {int(s): float(v) for s, v in d.items()}))
+        for pair in claim_pairs(loaded):
+            if len(pair.diffs) < most:
+                continue
+            # a setting is its trials (two claims may name it by other keys)
+            names = [",".join(side) for side in (pair.a, pair.b)]
+            for name, side in zip(names, (pair.a, pair.b)):
+                rows = loaded.trials[loaded.trials["trial_id"].isin(side)]
+                settings[name] = (rows.set_index("seed")["wall_s"] / 60).to_dict()
+            comps.append(Stored(pair.label, *names, pair.diffs))
         if comps:
             seeds = sorted(set.intersection(*(set(c.diffs) for c in comps)))
             out.append(Replay(str(folder), study, tuple(comps), settings, tuple(seeds)))

@@ -69,6 +69,8 @@ class Manifest:
     provenance: str = ""           # why fcl_git is unknown: the id it recorded, and what it lost
     extended: tuple[dict[str, Any], ...] = ()  # parts of a study run with seeds added later
     optuna_storage: str | None = None          # --optuna-storage as given (None: the default)
+    seeds_auto: dict[str, Any] | None = None   # `--seeds auto`: its rule, looks, verdicts and
+    #                                            seeds per setting (`fcl.tune.auto_seeds`)
     schema_version: int = SCHEMA_VERSION
     files: dict[str, dict[str, Any]] = field(default_factory=dict)   # name -> rows, sha256
 

@@ -1,7 +1,7 @@
 """Comparisons judged after every batch of seeds without inflating the error rate: a Student's t
 interval at each look, at a level that an alpha-spending function hands out, so that the looks
 together spend at most `alpha`. `python -m analysis seeds-simulation` replays the rule on the
-stored studies; a study's driver does not run it yet (its `--seeds` is a fixed number).
+stored studies; a grid study's driver runs it with `--seeds auto` (`fcl.tune.auto_seeds`).
 
 The rule (`SeedRule`): the study runs `first` seeds of every setting, then adds `step` seeds at
 a time, up to `most`; these looks are fixed before any trial (n_1 = first, n_2 = first + step,

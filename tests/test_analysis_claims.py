@@ -111,3 +111,20 @@ def test_the_table_goes_to_markdown_or_csv_and_briefly_to_a_terminal(tmp_path, c
     assert capsys.readouterr().err.startswith(f"error: --out={tmp_path / 'claims.txt'}: "
                                               "unknown format; allowed: a .md or .csv file")
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_study_run_with_seeds_auto_is_judged_by_its_rules_verdicts():
+    """Its seeds were chosen by peeking: the rule's verdicts (study.json's `seeds_auto`) judge
+    it, not a fixed-n interval over the seeds it ended with."""
+    claim = claims.CLAIMS[0]
+    comps = claim.comparisons
+    record = {"comparisons": [{"label": f"{claim.name}: {c.label}",
+                               "verdict": "resolved at 5 seeds (above its bound)"} for c in comps]}
+    assert claims.rule_verdict(record, claim, comps) == (
+        claims.HOLDS, "; ".join(["resolved at 5 seeds (above its bound)"] * len(comps)))
+    record["comparisons"][0]["verdict"] = "open at the maximum (10 seeds)"
+    assert claims.rule_verdict(record, claim, comps)[0] == claims.OPEN
+    record["comparisons"][-1]["verdict"] = "resolved at 3 seeds (below its bound)"
+    assert claims.rule_verdict(record, claim, comps)[0] == claims.FAILS
+    assert claims.rule_verdict({"comparisons": []}, claim, comps) == (
+        claims.OPEN, "; ".join(["not judged"] * len(comps)))

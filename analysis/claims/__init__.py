@@ -54,7 +54,8 @@ UNTESTED_CLAIMS: tuple[Untested, ...] = (*fcl_paper.UNTESTED, *flocora.UNTESTED)
 ROWS = len(CLAIMS) + len(UNTESTED_CLAIMS)
 
 __all__ = ["CLAIMS", "UNTESTED_CLAIMS", "Claim", "Comparison", "Untested", "HOLDS", "FAILS",
-           "OPEN", "NOT_TESTABLE", "UNTESTED", "compare", "verdict", "judge", "table", "main"]
+           "OPEN", "NOT_TESTABLE", "UNTESTED", "compare", "verdict", "judge", "rule_verdict",
+           "table", "main"]
 
 
 def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
@@ -63,10 +64,11 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
     key = (folder, claim.study)
     if key not in cache:
         try:
-            cache[key] = with_round_values(load_study(folder, claim.study))
+            loaded = load_study(folder, claim.study)
+            cache[key] = with_round_values(loaded), loaded.manifest.seeds_auto
         except MissingStudy:
-            cache[key] = None
-    trials = cache[key]
+            cache[key] = None, None
+    trials, seeds_auto = cache[key]
     if trials is None:
         return f"not run: **{UNTESTED}**", UNTESTED
     comparisons = claim.on(trials)
@@ -74,7 +76,27 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
     testable = all(drops_seen(trials, claim.fixed, comp) for comp in comparisons)
     judged = verdict(results, list(comparisons), testable)
     context = [compare(trials, claim.fixed, comp) for comp in claim.context]
-    return cell_text(claim, results, judged, comparisons, context), judged
+    said = ""
+    if seeds_auto and testable and judged != UNTESTED:
+        judged, said = rule_verdict(seeds_auto, claim, comparisons)
+    cell = cell_text(claim, results, judged, comparisons, context)
+    return cell + (f" [seed rule: {said}]" if said else ""), judged
+
+
+def rule_verdict(seeds_auto: dict, claim: Claim, comparisons) -> tuple[str, str]:
+    """A study run with `--seeds auto` is judged by its rule's verdicts (`study.json`'s
+    `seeds_auto`): a fixed-n interval over seeds chosen by peeking is not a 95% interval. HOLDS
+    where every comparison resolved on its claimed side, FAILS where one resolved on the
+    other, OPEN otherwise; with what the rule said of each."""
+    said = {c["label"]: c["verdict"] for c in seeds_auto.get("comparisons", [])}
+    texts = [said.get(f"{claim.name}: {comp.label}", "not judged") for comp in comparisons]
+    if any("below its bound" in t for t in texts):
+        judged = FAILS
+    elif all("above its bound" in t for t in texts):
+        judged = HOLDS
+    else:
+        judged = OPEN
+    return judged, "; ".join(texts)
 
 
 def _counts(counter: Counter) -> str:

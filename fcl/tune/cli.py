@@ -15,6 +15,7 @@ from fcl.config import ConfigError, one_line
 from fcl.data.datasets import DataError
 from fcl.presets import STUDY_PRESETS
 from fcl.tune import termination
+from fcl.tune.auto_seeds import AutoSeeds, parse_auto, run_auto
 from fcl.tune.resume_lines import resume_command
 from fcl.tune.run import run_study
 from fcl.tune.schedulers import SCHEDULERS, SchedulerOptions
@@ -34,6 +35,21 @@ def positive(kind, most=None):
         if most is not None and value > most:
             raise argparse.ArgumentTypeError(f"{text} is not in 1..{most}")
         return value
+    return parse
+
+
+def seeds_arg(searcher: str | None):
+    """`--seeds N`; a grid's also `auto` or `auto:MOST` (`fcl.tune.auto_seeds`)."""
+    count = positive(int, MAX_SEEDS)
+
+    def parse(text: str):
+        if searcher is not None or not text.startswith("auto"):
+            return count(text)
+        try:
+            return parse_auto(text, MAX_SEEDS)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not auto or auto:MOST with MOST in 2..{MAX_SEEDS}") from None
     return parse
 
 
@@ -92,8 +108,12 @@ def build_parser(study: Study, command: tuple[str, ...] | None = None
                         f"{MAX_SAMPLES:,} (more plans millions of trials no study runs; "
                         f"default: {study.num_samples})")
     # 1,000,000 seeds built a table of millions of trials and never ended, dry run included
-    p.add_argument("--seeds", type=positive(int, MAX_SEEDS),
-                   help=("seeds per configuration: seed, seed+1, ..." if searcher is None else
+    p.add_argument("--seeds", type=seeds_arg(searcher),
+                   help=("seeds per configuration: seed, seed+1, ...; or auto (auto:MOST, "
+                         "default MOST 10): 3 seeds of every setting, then 2 more at a time "
+                         "only to the settings of comparisons still open, judged by an "
+                         "alpha-spending rule valid under peeking (fcl.tune.auto_seeds)"
+                         if searcher is None else
                          "seeds each sampled configuration runs at: seed, seed+1, ...; the "
                          "objective (and ASHA's comparison) is their mean") +
                    f" (default: {seeds_default(searcher)})")
@@ -192,7 +212,8 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None,
         if args.retry_errored and args.fresh:
             raise ConfigError("--retry-errored", "on", "contradicts --fresh", "one of them")
         opts = StudyOptions(
-            preset=args.preset, sets=parse_sets(args.set), seeds=args.seeds,
+            preset=args.preset, sets=parse_sets(args.set),
+            seeds=None if isinstance(args.seeds, AutoSeeds) else args.seeds,
             results=args.results, storage=args.storage, address=args.address,
             cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
             num_samples=args.num_samples, max_concurrent=args.max_concurrent,
@@ -205,7 +226,9 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None,
             optuna_storage=getattr(args, "optuna_storage", None),
             wait_deadline=args.wait_deadline,
             scheduler=SchedulerOptions(args.scheduler, args.grace_rounds, args.reduction_factor))
-        outcome = run_study(study, opts, table=args.tune_table)
+        outcome = (run_auto(study, opts, args.seeds, table=args.tune_table)
+                   if isinstance(args.seeds, AutoSeeds) else
+                   run_study(study, opts, table=args.tune_table))
     except (ConfigError, DataError) as e:
         print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE

@@ -118,6 +118,9 @@ def study_space(space: Space, cfg: RunConfig, opts: StudyOptions, searcher: str 
     if conditional:
         raise ConfigError(conditional[0], "given(...)", "conditional keys need a searcher "
                           "that samples define-by-run", "searcher='optuna' in the Study")
+    if opts.seed_offsets is not None:
+        lo, hi = opts.seed_offsets
+        return {**space, "seed": spaces.grid(*range(cfg.seed + lo, cfg.seed + hi))}
     seeds = opts.seeds or STUDY_PRESETS[opts.preset].seeds
     return {**space, "seed": spaces.grid(*range(cfg.seed, cfg.seed + seeds))}
 

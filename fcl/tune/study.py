@@ -64,6 +64,8 @@ class StudyOptions:
     command: str = ""                    # how the user ran it (the --resume hint, the manifest)
     optuna_storage: str | None = None    # a search's Optuna storage URL (default RESULTS/optuna.db)
     wait_deadline: float = DEADLINE_S    # seconds a wait on a storage may last (fcl.tune.waits)
+    seed_offsets: tuple[int, int] | None = None   # a grid's seeds: base seed + lo .. + hi - 1
+    #                                              (a look of `--seeds auto`); None: `seeds`
 
 
 @dataclass(frozen=True)
