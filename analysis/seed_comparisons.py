@@ -62,3 +62,31 @@ def reference_pairs(trials: pd.DataFrame, setting_of: dict[str, int],
                           tuple(sorted(by[k]["trial_id"])), tuple(sorted(ref["trial_id"])),
                           {int(s): float(v) for s, v in d.items()}))
     return out
+
+
+def rule_summary(seeds_auto: dict | None) -> str:
+    """A `--seeds auto` study in one line (its manifest's `seeds_auto`): how many comparisons
+    the rule resolved, left open at its maximum or stopped for futility, and the seeds a
+    setting got; "" for a fixed-seed study."""
+    if not seeds_auto:
+        return ""
+    said = [c["verdict"] for c in seeds_auto.get("comparisons", [])]
+    resolved = [int(t.split()[2]) for t in said if t.startswith("resolved at")]
+    parts = []
+    if resolved:
+        at = (f"{min(resolved)}" if min(resolved) == max(resolved)
+              else f"{min(resolved)}-{max(resolved)}")
+        parts.append(f"{len(resolved)} resolved (at {at} seeds)")
+    open_ = sum(t.startswith("open") for t in said)
+    futile = sum(t.startswith("stopped") for t in said)
+    if open_:
+        parts.append(f"{open_} open" + (" at the maximum" if seeds_auto.get("done") else ""))
+    if futile:
+        parts.append(f"{futile} stopped for futility")
+    per = list(seeds_auto.get("seeds_per_setting", {}).values()) or [0]
+    seeds = f"{min(per)}" if min(per) == max(per) else f"{min(per)}-{max(per)}"
+    return (f"seed rule (--seeds auto, at most {seeds_auto.get('most', '?')}): "
+            f"{len(said)} comparison{'' if len(said) == 1 else 's'}, "
+            f"{', '.join(parts) or 'none judged'}; "
+            f"{seeds} seeds a setting" + ("" if seeds_auto.get("done") else
+                                          "; not done: --resume goes on"))

@@ -88,8 +88,14 @@ def listing(path: str, name: str) -> Listing:
     other = int(counts.sum()) - finished - failed
     date = commit_date(manifest.fcl_git, path) or pd.Timestamp(
         os.path.getmtime(os.path.join(path, MANIFEST_FILE)), unit="s").strftime("%Y-%m-%d")
-    return Listing(name, date, manifest.fcl_git, finished, failed, other,
-                   seeds_text(manifest.seeds), status)
+    seeds = seeds_text(manifest.seeds)
+    auto = manifest.seeds_auto
+    if auto:            # `--seeds auto`: the settings got unequal seeds
+        per = list(auto.get("seeds_per_setting", {}).values()) or [0]
+        seeds += f" (auto: {min(per)}-{max(per)} a setting)"
+        if status == "whole" and not auto.get("done"):
+            status = "whole so far: the seed rule goes on with --resume"
+    return Listing(name, date, manifest.fcl_git, finished, failed, other, seeds, status)
 
 
 def list_studies(folders: list[str]) -> list[Listing]:

@@ -24,15 +24,17 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS, PRETRAINED, FIGURES = REPO / "results", REPO / "results-pretrained", REPO / "figures"
 DRIFT = REPO / "results-drift"
 LOWRANK = REPO / "results-lowrank"
+AUTO = REPO / "results-auto"          # studies run with --seeds auto
 # the committed figures read each study from the first of these folders that stores it
 FIGURE_SOURCES = (PRETRAINED, RESULTS)
 STORED_FOLDERS = sorted(p.parent for p in (*RESULTS.glob("*/trials.parquet"),
                                            *PRETRAINED.glob("*/trials.parquet"),
                                            *PRETRAINED.glob("*/*/trials.parquet"),
                                            *DRIFT.glob("*/trials.parquet"),
-                                           *LOWRANK.glob("*/trials.parquet")))
+                                           *LOWRANK.glob("*/trials.parquet"),
+                                           *AUTO.glob("*/trials.parquet")))
 PRESET = {RESULTS: "cifar10-local", PRETRAINED: "cifar10-local-pretrained",
-          DRIFT: "cifar10-drift", LOWRANK: "flocora-cifar10-lowrank"}
+          DRIFT: "cifar10-drift", LOWRANK: "flocora-cifar10-lowrank", AUTO: "cifar10-local"}
 
 
 def source_of(study: str) -> Path:
@@ -117,7 +119,7 @@ def test_each_stored_manifest_declares_what_its_study_script_declares(folder):
 def test_every_dashboard_view_of_the_stored_studies_says_what_it_was_drawn_from():
     for folder in STORED_FOLDERS:
         study = load_study(folder.parent, folder.name)
-        preset = PRESET[next(root for root in (PRETRAINED, DRIFT, LOWRANK, RESULTS)
+        preset = PRESET[next(root for root in (PRETRAINED, DRIFT, LOWRANK, AUTO, RESULTS)
                              if root in folder.parents)]
         for view in study_views(study):
             assert view.source == (f"preset {preset} · data set cifar10 · commit "
@@ -161,3 +163,17 @@ def test_the_claims_table_in_results_readme_is_what_its_command_prints(capsys, m
     known = set(unsigned.findall(printed)) | set(unsigned.findall(figures))
     cited = unsigned.findall(prose)
     assert cited and [c for c in cited if c not in known] == []
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent for p in AUTO.glob("*/trials.parquet")),
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_a_stored_seeds_auto_study_records_the_seeds_its_rows_hold(folder):
+    """study.json's `seeds_auto`: the rule ended, its looks ran every row, and each setting
+    holds the seeds it says (the settings named by the keys the study varies)."""
+    manifest = read_manifest(folder)
+    record = manifest.seeds_auto
+    trials = pd.read_parquet(folder / "trials.parquet")
+    assert record["done"] and sum(look["trials"] for look in record["looks"]) == len(trials)
+    assert sorted(record["seeds_per_setting"].values()) == sorted(
+        trials.groupby(list(manifest.varying), dropna=False).size().tolist())
+    assert record["looks"][0]["seeds"] == list(range(record["first"]))

@@ -90,3 +90,31 @@ def test_a_rerun_is_refused_then_resume_reads_the_looks_back(local_ray, tmp_path
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "auto_two" / "trials.parquet"),
                                   before)
 
+
+
+def test_the_dashboard_line_counts_the_rules_verdicts_and_seeds():
+    from analysis.seed_comparisons import rule_summary
+    record = {"most": 10, "done": True, "seeds_per_setting": {"a": 3, "b": 10, "c": 5},
+              "comparisons": [{"verdict": "resolved at 3 seeds (above its bound)"},
+                              {"verdict": "resolved at 7 seeds (below its bound)"},
+                              {"verdict": "open at the maximum (10 seeds)"},
+                              {"verdict": "stopped at 5 seeds (futility: ...)"}]}
+    assert rule_summary(record) == (
+        "seed rule (--seeds auto, at most 10): 4 comparisons, 2 resolved (at 3-7 seeds), 1 open "
+        "at the maximum, 1 stopped for futility; 3-10 seeds a setting")
+    record.update(done=False, comparisons=record["comparisons"][2:3])
+    assert rule_summary(record) == ("seed rule (--seeds auto, at most 10): 1 comparison, 1 "
+                                    "open; 3-10 seeds a setting; not done: --resume goes on")
+    assert rule_summary(None) == ""
+
+
+def test_a_study_with_claims_is_judged_on_them_as_analysis_loads_it(local_ray, tmp_path):
+    from analysis.claims import CLAIMS
+    from fcl.studies import STUDIES
+    run_auto(STUDIES["fcl_methods"], StudyOptions(preset="smoke", results=str(tmp_path)),
+             AutoSeeds(2))
+    record = json.loads((tmp_path / "fcl_methods" / "study.json").read_text())["seeds_auto"]
+    names = {c.name for c in CLAIMS if c.study == "fcl_methods"}
+    assert record["comparisons"] and all(
+        any(c["label"].startswith(f"{n}: ") for n in names) and c["seeds"] == 2
+        for c in record["comparisons"])

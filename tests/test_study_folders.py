@@ -70,3 +70,22 @@ def test_a_damaged_study_is_named_and_the_exit_is_one(tmp_path):
     assert missing.returncode == 2 and missing.stderr.strip() == (
         f"error: FOLDER={tmp_path / 'nope'}: no such folder; allowed: a results folder or a "
         "study folder")
+
+
+def test_a_study_run_with_seeds_auto_shows_its_seeds_per_setting_and_whether_it_ended(tmp_path):
+    import dataclasses
+    import json
+
+    from fcl.manifest import read_manifest, write_manifest
+    results = stored(tmp_path)
+    folder = results / "stragglers"
+    record = {"done": False, "seeds_per_setting": {"a": 3, "b": 5}}
+    write_manifest(folder, dataclasses.replace(read_manifest(folder), seeds_auto=record))
+    (row,) = [r for r in list_studies([str(results)]) if r.name == "results/stragglers"]
+    assert row.seeds == "0-2 (auto: 3-5 a setting)"
+    assert row.status == "whole so far: the seed rule goes on with --resume"
+    assert json.loads((folder / "study.json").read_text())["seeds_auto"] == record
+    write_manifest(folder, dataclasses.replace(read_manifest(folder),
+                                               seeds_auto={**record, "done": True}))
+    (row,) = [r for r in list_studies([str(results)]) if r.name == "results/stragglers"]
+    assert row.status == "whole"

@@ -17,6 +17,7 @@ from analysis.dashboard.methods import METHOD_AXIS_KEYS, method_charts
 from analysis.labels import ORDER_LABELS, method_label, over_seeds
 from analysis.methods import METHOD_KEYS
 from analysis.seed_stats import per_trial_round
+from analysis.seed_comparisons import rule_summary
 from analysis.study_tables import Study, is_config_key
 from fcl.results_io import EARLY_STOPPED
 
@@ -148,7 +149,8 @@ def study_views(study: Study) -> list[View]:
                           study.drawn_from(dataset), study.doc,
                           optimizers.fixed_line(study.manifest.base, keys,
                                                 study.manifest.preset),
-                          verdicts=optimizers.verdict_line(trials, keys)
-                          if optimizers.OPTIMIZER in keys and not compares_methods(study)
-                          else ""))
+                          verdicts=" · ".join(filter(None, (
+                              optimizers.verdict_line(trials, keys)
+                              if optimizers.OPTIMIZER in keys and not compares_methods(study)
+                              else "", rule_summary(study.manifest.seeds_auto))))))
     return views

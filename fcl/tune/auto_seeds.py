@@ -116,7 +116,9 @@ def run_auto(study: Study, opts: StudyOptions, auto: AutoSeeds, out: TextIO | No
                       "trials": len(look.settings) * (look.hi - look.lo)})
         frames = done if frames is None else merged(frames, done)
         setting_of = settings_of(frames["trials"], points)
-        verdicts = judge(study, plan, frames, setting_of, labels, rule, k, verdicts)
+        # the claims read the study as `analysis` loads it (its forgetting measures): on disk
+        export(plan, final, frames, rule, looks, verdicts or [], labels, setting_of, False)
+        verdicts = judge(study, opts.results, frames, setting_of, labels, rule, k, verdicts)
         open_settings = sorted({i for v in verdicts if v.verdict == OPEN for i in v.settings})
         last = k == len(rule.looks) - 1 or not open_settings
         paths = export(plan, final, frames, rule, looks, verdicts, labels, setting_of, last)
@@ -187,14 +189,16 @@ def merged(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> dict[str, 
     return {n: extend.concat(a[n], b[n]) for n in FILES}
 
 
-def judge(study: Study, plan, frames, setting_of, labels, rule: SeedRule,
-          look: int, before: list[Verdict] | None) -> list[Verdict]:
-    """The comparisons at look `look`: each still open judged on its pairs; resolved and futile
-    ones keep their verdict."""
+def judge(study: Study, results: str, frames, setting_of, labels, rule: SeedRule, look: int,
+          before: list[Verdict] | None) -> list[Verdict]:
+    """The comparisons at look `look`, read from the study as written to `results`: each
+    still open judged on its pairs; resolved and futile ones keep their verdict."""
+    from analysis.claims import CLAIMS
     from analysis.seed_comparisons import claim_pairs, reference_pairs
+    from analysis.study_tables import load_study
     pairs = None
-    if any(c.study == study.name for c in _claims()):
-        pairs = claim_pairs(_loaded(study, plan, frames))
+    if any(c.study == study.name for c in CLAIMS):
+        pairs = claim_pairs(load_study(results, study.name))
     if not pairs:
         pairs = reference_pairs(frames["trials"], setting_of, labels)
     old = {v.label: v for v in before or []}
@@ -207,19 +211,6 @@ def judge(study: Study, plan, frames, setting_of, labels, rule: SeedRule,
             v = Verdict(p.label, rule.verdict(diffs, look), len(diffs), settings)
         out.append(v)
     return out
-
-
-def _claims():
-    from analysis.claims import CLAIMS
-    return CLAIMS
-
-
-def _loaded(study: Study, plan, frames):
-    """The frames as `analysis` reads a stored study (the claims' round values need it)."""
-    from analysis.study_tables import Study as Loaded
-    trials = frames["trials"]
-    done = trials[trials["status"] == TERMINATED].assign(dataset=plan.manifest().dataset)
-    return Loaded(study.name, None, done, frames["rounds"], plan.manifest())
 
 
 def export(plan, final: str, frames, rule: SeedRule, looks: list[dict],
