@@ -37,9 +37,9 @@ from fcl.config import (
     describe_keys,
     iter_fields,
     one_line,
-    parse_value,
     with_overrides,
 )
+from fcl.config_fields import parse_value
 from fcl.presets import PRESETS, preset
 
 

@@ -1,5 +1,5 @@
-"""The shape the architecture issue asked for, kept: small modules at the edges (no file over 300
-lines and no function over 60 in `fcl/tune/` and `analysis/`), and no import cycle anywhere in
+"""The shape the architecture issue asked for, kept: small modules (no file over 300 lines, but
+the few still held at their size, and no function over 60), and no import cycle anywhere in
 `fcl` or `analysis` (imports inside functions count: a lazy import that hides a cycle is still
 one), and the trial statuses named in one module."""
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-EDGES = [*sorted((REPO / "fcl" / "tune").rglob("*.py")), *sorted((REPO / "analysis").rglob("*.py"))]
 MAX_FILE_LINES, MAX_FUNCTION_LINES = 300, 60
 
 
@@ -19,24 +18,29 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(REPO))
 
 
-@pytest.mark.parametrize("path", EDGES, ids=_rel)
-def test_edge_modules_are_small(path):
-    lines = path.read_text().splitlines()
-    assert len(lines) <= MAX_FILE_LINES, f"{_rel(path)}: {len(lines)} lines"
-    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
-            for node in ast.walk(ast.parse("\n".join(lines)))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
-    assert not long, f"{_rel(path)}: {', '.join(long)}"
-
-
 EVERY_MODULE = [p for d in ("fcl", "analysis", "studies") for p in sorted((REPO / d).rglob("*.py"))]
+
+
+# the modules still over 300 lines, each held at its size now: they may shrink, never grow
+STILL_LARGE = {"fcl/cli.py": 468, "fcl/engine.py": 393, "fcl/methods/fedweit/round.py": 376,
+               "fcl/bench.py": 367}
+
+
+@pytest.mark.parametrize("path", EVERY_MODULE, ids=_rel)
+def test_no_module_is_over_300_lines_but_the_few_still_held_at_their_size(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= STILL_LARGE.get(_rel(path), MAX_FILE_LINES), f"{_rel(path)}: {lines} lines"
+
+
+def test_the_modules_held_at_their_size_are_still_over_the_limit():
+    """A module brought under 300 lines leaves the list (so the ceiling cannot creep back)."""
+    sizes = {rel: len((REPO / rel).read_text().splitlines()) for rel in STILL_LARGE}
+    assert all(n > MAX_FILE_LINES for n in sizes.values()), sizes
 
 
 @pytest.mark.parametrize("path", EVERY_MODULE, ids=_rel)
 def test_no_function_is_over_60_lines(path):
-    """The function rule over every module of the package, its analysis and its studies (the
-    300-line file rule holds at the edges above; engine.py and config.py are larger)."""
+    """The function rule over every module of the package, its analysis and its studies."""
     long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
             for node in ast.walk(ast.parse(path.read_text()))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
