@@ -44,7 +44,7 @@ def run(preset: str | RunConfig = "smoke", overrides: dict[str, Any] | None = No
     cfg = configure(preset, overrides)
     if progress is False:
         return engine_run(cfg, on_round)
-    from fcl.cli import progress_line
+    from fcl.run_command import progress_line
     stream = sys.stderr if progress is True else progress
     t0 = time.perf_counter()
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from fcl.cli import progress_line
+from fcl.run_command import progress_line
 from fcl.clock import clock
 
 ROUND = {"round": 2, "phase": 1, "tasks_trained": [0, 3], "clients_reporting": 3,
