@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from fcl.bench import bare_eval, describe_machine, eval_setup  # noqa: E402
+from fcl.bench import describe_machine  # noqa: E402
+from fcl.bench_eval import bare_eval, eval_setup  # noqa: E402
 from fcl.engine import evaluate  # noqa: E402
 from fcl.presets import preset  # noqa: E402
 

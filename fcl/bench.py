@@ -15,15 +15,14 @@ number. Compare ratios, not absolute numbers across tables.
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from fcl.bench_eval import EvalRow, bench_eval, format_eval_table, load_average, sync_device
 from fcl.compute_mode import ComputeMode, eval_batch_size, eval_channels_last
 from fcl.config import RunConfig
 from fcl.engine import evaluate, model_activation_bytes, prepare_data, resolve_device, run
@@ -76,21 +75,12 @@ class Row:
         return self.run_sps / self.bare_sps
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def _load() -> float:
-    return os.getloadavg()[0]
-
-
 def bare_loop(cfg: RunConfig, data, samples: int, evaluations: int = 0) -> float:
     """samples/s of a plain loop: model build, `samples` training samples of task 0 in
     minibatches, then `evaluations` evaluations of all tasks, in the run's compute mode."""
     compute = ComputeMode.from_config(cfg.run, resolve_device(cfg.run.device))
     forward = compute.forward_context
-    _sync(compute.device)
+    sync_device(compute.device)
     t0 = time.perf_counter()
     data = compute.data(data)
     model = compute.model(build_model(cfg.model, data.image_shape, data.classes_per_task(),
@@ -119,72 +109,8 @@ def bare_loop(cfg: RunConfig, data, samples: int, evaluations: int = 0) -> float
     nhwc = eval_channels_last(compute.channels_last, compute.device)
     for _ in range(evaluations):
         evaluate(model, data, batch, forward, nhwc)
-    _sync(compute.device)
+    sync_device(compute.device)
     return done / (time.perf_counter() - t0)
-
-
-@dataclass(frozen=True)
-class EvalRow:
-    """Images/s of the engine's `evaluate` (its batch size and layout for the device) and of
-    `bare_eval` (a plain script's loop in the run's layout) over the same test tensors."""
-    workload: str
-    mode: str
-    batch: int
-    channels_last: bool      # evaluate's batches in NHWC
-    images: int
-    evaluate_ips: float
-    bare_ips: float
-    load: float
-
-    @property
-    def ratio(self) -> float:
-        return self.evaluate_ips / self.bare_ips
-
-
-def eval_setup(cfg: RunConfig):
-    """(plan, forward context) of a run of `cfg` at round 0, on its device and in its compute
-    mode: what `evaluate` sees in that run."""
-    from fcl.engine import start
-    plan, _ = start(cfg)
-    return plan, plan.trainer.forward
-
-
-def bench_eval(name: str, cfgs: dict[str, RunConfig], repeats: int = 3) -> list[EvalRow]:
-    """Per mode: best of `repeats` interleaved timings of one evaluation of all tasks, through
-    `evaluate` as the engine calls it and through `bare_eval` at the same batch size."""
-    setups = {m: eval_setup(c) for m, c in cfgs.items()}
-    best = {m: [0.0, 0.0] for m in cfgs}
-    for _ in range(repeats):
-        for m, (plan, forward) in setups.items():
-            for i, fn in enumerate((
-                    lambda: evaluate(plan.model, plan.data, plan.eval_batch, forward,
-                                     plan.eval_channels_last),
-                    lambda: bare_eval(plan.model, plan.data, plan.eval_batch, forward))):
-                device = plan.data.mean.device
-                _sync(device)
-                t0 = time.perf_counter()
-                fn()
-                _sync(device)
-                images = sum(len(td.test_y) for td in plan.data.tasks)
-                best[m][i] = max(best[m][i], images / (time.perf_counter() - t0))
-    return [EvalRow(name, m, plan.eval_batch, plan.eval_channels_last,
-                    sum(len(td.test_y) for td in plan.data.tasks), *best[m], _load())
-            for m, (plan, _) in setups.items()]
-
-
-@torch.no_grad()
-def bare_eval(model, data, batch_size: int, forward=contextlib.nullcontext) -> list[int]:
-    """The plain evaluation loop of a training script (or Flower's `test()`): `model.eval()`,
-    no_grad, per batch normalise, forward, argmax and `.item()`; correct counts per task."""
-    model.eval()
-    correct = []
-    for t, td in enumerate(data.tasks):
-        hits = 0
-        for x, y in zip(td.test_x.split(batch_size), td.test_y.split(batch_size)):
-            with forward():
-                hits += (model(data.normalise(x), t).argmax(1) == y).sum().item()
-        correct.append(hits)
-    return correct
 
 
 def workload_config(spec: tuple[str, dict], rounds: int = 0, overrides: dict | None = None
@@ -216,10 +142,10 @@ def bench_workload(name: str, cfg: RunConfig, modes: list[str], repeats: int = 1
             evaluations = sum(rec["evaluated"] for rec in res.records)
             b = best[m]
             if res.summary.samples_per_s > b[0]:
-                b[0], b[2], b[3] = res.summary.samples_per_s, samples, _load()
+                b[0], b[2], b[3] = res.summary.samples_per_s, samples, load_average()
             bare = bare_loop(cfgs[m], data, samples, evaluations)
             if bare > b[1]:
-                b[1], b[4] = bare, _load()
+                b[1], b[4] = bare, load_average()
     return [Row(name, m, cfg.rounds, best[m][2], best[m][0], best[m][1], best[m][3], best[m][4])
             for m in modes] + bench_eval(name, cfgs, max(repeats, 3))
 
@@ -241,17 +167,6 @@ def format_table(rows: list, header: str = "") -> str:
     lines += target_lines(rows)
     if evals:
         lines += ["", format_eval_table(evals)]
-    return "\n".join(lines)
-
-
-def format_eval_table(rows: list[EvalRow]) -> str:
-    lines = ["| workload | mode | eval batch | NHWC batches | test images | evaluate images/s "
-             "| bare model.eval() images/s | evaluate / bare | load |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r.workload} | {r.mode} | {r.batch} | {'yes' if r.channels_last else 'no'}"
-                     f" | {r.images} | {r.evaluate_ips:.0f} | {r.bare_ips:.0f} | {r.ratio:.2f} "
-                     f"| {r.load:.1f} |")
     return "\n".join(lines)
 
 

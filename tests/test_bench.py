@@ -2,7 +2,8 @@
 import pytest
 from synthetic import one_thread  # noqa: F401  (a fixture)
 
-from fcl.bench import EvalRow, Row, bench_eval, bench_table, format_table, target_lines
+from fcl.bench import Row, bench_table, format_table, target_lines
+from fcl.bench_eval import EvalRow, bench_eval
 from fcl.cli import main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -86,7 +87,8 @@ def test_profile_covers_the_run_batched_clients_included():
 
 
 def test_bare_eval_counts_what_evaluate_counts():
-    from fcl.bench import bare_eval, eval_setup, workload_config
+    from fcl.bench import workload_config
+    from fcl.bench_eval import bare_eval, eval_setup
     cfg = workload_config(("smoke", {"data.train_per_class": 4, "data.test_per_class": 3,
                                      "model.width": 8, "eval.batch_size": "auto"}), rounds=5)
     (row,) = bench_eval("tiny", {"fp32": cfg}, repeats=1)
