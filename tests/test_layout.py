@@ -22,7 +22,7 @@ EVERY_MODULE = [p for d in ("fcl", "analysis", "studies") for p in sorted((REPO 
 
 
 # the modules still over 300 lines, each held at its size now: they may shrink, never grow
-STILL_LARGE = {"fcl/engine.py": 393, "fcl/methods/fedweit/round.py": 376}
+STILL_LARGE = {"fcl/methods/fedweit/round.py": 376}
 
 
 @pytest.mark.parametrize("path", EVERY_MODULE, ids=_rel)

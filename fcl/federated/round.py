@@ -2,7 +2,7 @@
 (`fcl.engine`, the round over task modules) and the methods with a round of their own
 (`fcl.methods.fedweit.round`), so that no method imports the engine.
 
-`Plan` is what the config decides for the whole run, resolved once (`fcl.engine.build_plan`);
+`Plan` is what the config decides for the whole run, resolved once (`fcl.run_start.build_plan`);
 `RunState` what changes, a checkpoint after any round. A round's broadcast is a `Downlink`, the
 clients' updates an `Uplink` of `Report`s, each updated task's change a `TaskChange`; the round
 ends with its `RoundRecord` (`round_record`) and its traffic added to the `Totals`."""
