@@ -128,3 +128,22 @@ def test_a_study_run_with_seeds_auto_is_judged_by_its_rules_verdicts():
     assert claims.rule_verdict(record, claim, comps)[0] == claims.FAILS
     assert claims.rule_verdict({"comparisons": []}, claim, comps) == (
         claims.OPEN, "; ".join(["not judged"] * len(comps)))
+
+
+def test_a_seeds_auto_comparison_shows_the_interval_its_rule_decided_on():
+    """Over the seeds the rule had when it decided (3 of 5 here), at that look's level."""
+    from fcl.sequential import SeedRule, t_quantile
+    from analysis.seed_stats import t975
+    comp = claims.Comparison("a - b", "acc", {"k": "a"}, {"k": "b"})
+    claim = claims.Claim("c", "s", "FCL", "says", (comp,))
+    rule = SeedRule()
+    record = {"most": rule.most, "first": rule.first, "step": rule.step,
+              "levels": list(rule.levels), "comparisons": [{"label": "c: a - b", "seeds": 3}]}
+    table = trials([61, 72, 80, 50, 90], [60, 70, 80, 60, 60])
+    mean, half, n = claims.rule_interval(table, claim, comp, record)
+    d = [1.0, 2.0, 0.0]
+    sd = (sum((x - 1.0) ** 2 for x in d) / 2) ** 0.5
+    assert (mean, n) == (1.0, 3)
+    assert half == pytest.approx(t975(2) * sd / 3 ** 0.5 * t_quantile(1 - rule.levels[0] / 2, 2)
+                                 / t975(2))
+    assert claims.rule_interval(table, claim, comp, {**record, "comparisons": []}) is None

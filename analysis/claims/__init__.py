@@ -46,8 +46,10 @@ from analysis.claims.judging import (FAILS, HOLDS, NOT_TESTABLE, OPEN, UNTESTED,
                                      Claim, Comparison, Untested, cell_text, compare,
                                      drops_seen, verdict, with_round_values)
 from analysis.output_paths import first_path_problem
+from analysis.seed_stats import t975
 from analysis.study_tables import MissingStudy, SchemaError, load_study
 from fcl.cli_args import EXIT_USAGE
+from fcl.sequential import SeedRule, t_quantile
 
 CLAIMS: tuple[Claim, ...] = (*fcl_paper.CLAIMS, *flocora.CLAIMS)
 UNTESTED_CLAIMS: tuple[Untested, ...] = (*fcl_paper.UNTESTED, *flocora.UNTESTED)
@@ -79,8 +81,30 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
     said = ""
     if seeds_auto and testable and judged != UNTESTED:
         judged, said = rule_verdict(seeds_auto, claim, comparisons)
+        results = [rule_interval(trials, claim, comp, seeds_auto) or r
+                   for comp, r in zip(comparisons, results)]
     cell = cell_text(claim, results, judged, comparisons, context)
-    return cell + (f" [seed rule: {said}]" if said else ""), judged
+    return cell + (f" [seed rule, each interval at the level of the look that decided it: "
+                   f"{said}]" if said else ""), judged
+
+
+def rule_interval(trials, claim: Claim, comp: Comparison, seeds_auto: dict
+                  ) -> tuple[float, float, int] | None:
+    """A comparison of a `--seeds auto` study as its rule last judged it: over its first n
+    seeds (n as recorded), the t-interval at that look's level, not 95%; None where the record
+    does not name it."""
+    said = {c["label"]: c["seeds"] for c in seeds_auto.get("comparisons", [])}
+    n = said.get(f"{claim.name}: {comp.label}")
+    rule = SeedRule(most=seeds_auto["most"], first=seeds_auto["first"], step=seeds_auto["step"])
+    levels = seeds_auto.get("levels", [])
+    if not n or n not in rule.looks or len(levels) != len(rule.looks):
+        return None
+    seeds = sorted(trials["seed"].unique())[:n]
+    mean, half, pairs = compare(trials[trials["seed"].isin(seeds)], claim.fixed, comp)
+    if pairs < 2:
+        return None
+    level = levels[rule.looks.index(n)]
+    return mean, half * t_quantile(1 - level / 2, pairs - 1) / t975(pairs - 1), pairs
 
 
 def rule_verdict(seeds_auto: dict, claim: Claim, comparisons) -> tuple[str, str]:
