@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from fcl.engine import run
-from fcl.methods.fedweit.round import held_mean, holders_mean
+from fcl.methods.fedweit.scoring import held_mean, holders_mean
 from fcl.forgetting import boundary_changes
 from fcl.metrics import bwt_f
 from fcl.presets import preset

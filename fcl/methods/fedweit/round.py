@@ -66,7 +66,6 @@ from fcl.federated.round import (
     holding_data,
     mean_drift,
     round_record,
-    task_hits,
 )
 from fcl.federated.aggregate import cosine_distance
 from fcl.federated.client import local_epochs, sgd_step_
@@ -84,6 +83,8 @@ from fcl.methods.fedweit.knowledge_base import (
 from fcl.federated.participation import participation
 from fcl.federated.server_opt import OptState
 from fcl.methods.fedweit.layers import anchor, channel_mask, fedweit_penalty, threshold, variance_scaling_
+from fcl.methods.fedweit.keras_adam import adam
+from fcl.methods.fedweit.scoring import scored
 from fcl.models.task_state import Params, live_tensors, load_state_, read_state
 from fcl.seeding import generator
 
@@ -287,90 +288,6 @@ def load_client(plan: Plan, shared: Params, own: ClientTasks, task: int
         if i != task:
             model.set_knowledge(i, None, None)     # past kernels: B sigmoid(m) + A only
     return anchors, alpha
-
-
-def adam(beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-7):
-    """A fresh Adam (Keras's form of the update); its moments start at zero each round."""
-    m: list[torch.Tensor] = []
-    v: list[torch.Tensor] = []
-    count = [0]
-
-    @torch.no_grad()
-    def step(params: list[torch.Tensor], grads: list[torch.Tensor], lr: float) -> None:
-        if not m:
-            m.extend(torch.zeros_like(p) for p in params)
-            v.extend(torch.zeros_like(p) for p in params)
-        count[0] += 1
-        s = count[0]
-        torch._foreach_lerp_(m, grads, 1 - beta1)
-        torch._foreach_mul_(v, beta2)
-        torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
-        lr_t = lr * math.sqrt(1 - beta2 ** s) / (1 - beta1 ** s)
-        denom = torch._foreach_add(torch._foreach_sqrt(v), eps)
-        torch._foreach_addcdiv_(params, m, denom, value=-lr_t)
-    return step
-
-
-def scored(plan: Plan, state: RunState, r: int, held_before: list[set[int]]) -> RunState:
-    """`state` with round r's column of `accuracy` (every holder's mean, or the initial
-    model's where none holds the task) and of `held_accuracy` (the mean over the clients that
-    held the task before the round, NaN where none did); `model.fedweit_bwt_clients=all`
-    sets both to the first."""
-    per_client, initial = evaluate_clients(plan, state)
-    T, R = state.accuracy.shape
-    accuracy = state.accuracy.clone()
-    held = state.held_accuracy.clone() if state.held_accuracy is not None else \
-        torch.full((T, R), math.nan, dtype=torch.float64)
-    accuracy[:, r] = holders_mean(per_client, initial)
-    held[:, r] = accuracy[:, r] if plan.cfg.model.fedweit_bwt_clients == "all" else \
-        held_mean(per_client, held_before)
-    return replace(state, accuracy=accuracy, held_accuracy=held)
-
-
-def holders_mean(per_client: torch.Tensor, initial: torch.Tensor) -> torch.Tensor:
-    """(T,) each task's mean over the clients holding it (`per_client` (T, N), NaN where a
-    client does not hold the task), `initial` where none does."""
-    held = ~per_client.isnan()
-    mean = torch.where(held, per_client, 0.0).sum(1) / held.sum(1).clamp(min=1)
-    return torch.where(held.any(1), mean, initial)
-
-
-def held_mean(per_client: torch.Tensor, held_before: list[set[int]]) -> torch.Tensor:
-    """(T,) each task's mean over the clients that held it before the round (NaN: none)."""
-    T, N = per_client.shape
-    mask = torch.tensor([[t in held_before[c] for c in range(N)] for t in range(T)])
-    kept = torch.where(mask, per_client, math.nan)
-    n = mask.sum(1)
-    return torch.where(n > 0, torch.nan_to_num(kept).sum(1) / n.clamp(min=1), math.nan)
-
-
-@torch.no_grad()
-def evaluate_clients(plan: Plan, state: RunState) -> tuple[torch.Tensor, torch.Tensor]:
-    """(T, N) the test accuracy (percent) of each client's own model of each task it holds
-    (its task state and knowledge base on the server's B), NaN where it does not hold it; and
-    (T,) the initial task state's, for the tasks no client holds (NaN for the others)."""
-    model, data, fs = plan.model, plan.data, state.method
-    load_state_(model.shared, fs.shared)
-    model.eval()
-    T, N = data.num_tasks, data.num_clients
-    per_client = torch.full((T, N), math.nan, dtype=torch.float64)
-    initial = torch.full((T,), math.nan, dtype=torch.float64)
-
-    def score(t: int, tensors: Params, kb, alpha) -> float:
-        load_state_(model.tasks[t], tensors)
-        model.set_knowledge(t, kb, alpha)
-        hits = task_hits(model, data, t, plan.eval_batch, plan.trainer.forward,
-                         plan.eval_channels_last)
-        return float(hits.cpu().double()) * 100.0 / len(data.tasks[t].test_y)
-
-    for t in range(T):
-        holders = [c for c in range(N) if t in fs.clients[c].tasks]
-        for c in holders:
-            own = fs.clients[c]
-            per_client[t, c] = score(t, own.tasks[t], own.knowledge.get(t), own.attention.get(t))
-        if not holders:
-            initial[t] = score(t, {**state.tasks[t].params, **state.tasks[t].buffers}, None, None)
-    return per_client, initial
 
 
 METHOD = RoundMethod(init, run_round)
