@@ -1,7 +1,7 @@
 """The shape the architecture issue asked for, kept: small modules (no file over 300 lines and no
-function over 60), and no import cycle anywhere in
-`fcl` or `analysis` (imports inside functions count: a lazy import that hides a cycle is still
-one), and the trial statuses named in one module."""
+function over 60, in fcl/, analysis/ and studies/), no import cycle anywhere in `fcl` or
+`analysis` (imports inside functions count: a lazy import that hides a cycle is still one), and
+the trial statuses named in one module."""
 from __future__ import annotations
 
 import ast
