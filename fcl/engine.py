@@ -44,7 +44,7 @@ and sends nothing, as a straggler (`holding_data`).
 The run is a pure function of its config: every random stream is derived from (seed, purpose,
 round, client), so a run resumed from a `RunState` snapshot continues exactly as if it had never
 stopped. The state holds no history: records stream to `on_round`, and `run` collects them.
-`start` and the plan it resolves are `fcl.run_start`'s (named here too).
+`start` and the plan it resolves are `fcl.run_start`'s, also importable from this module.
 """
 from __future__ import annotations
 
