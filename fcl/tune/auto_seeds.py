@@ -25,7 +25,8 @@ from typing import TextIO
 import pandas as pd
 
 from fcl.config import ConfigError
-from fcl.manifest import ManifestError, read_manifest, replace_study_files, verify
+from fcl.manifest import (ManifestError, read_manifest, replace_study_files, verify,
+                          write_manifest)
 from fcl.results_io import FILES, TERMINATED
 from fcl.sequential import ABOVE, FUTILE, OPEN, SeedRule
 from fcl.tune import extend
@@ -117,11 +118,13 @@ def run_auto(study: Study, opts: StudyOptions, auto: AutoSeeds, out: TextIO | No
         frames = done if frames is None else merged(frames, done)
         setting_of = settings_of(frames["trials"], points)
         # the claims read the study as `analysis` loads it (its forgetting measures): on disk
-        export(plan, final, frames, rule, looks, verdicts or [], labels, setting_of, False)
+        paths = export(plan, final, frames, manifest_of(plan, frames, rule, looks, verdicts or [],
+                                                        labels, setting_of, False))
         verdicts = judge(study, opts.results, frames, setting_of, labels, rule, k, verdicts)
         open_settings = sorted({i for v in verdicts if v.verdict == OPEN for i in v.settings})
         last = k == len(rule.looks) - 1 or not open_settings
-        paths = export(plan, final, frames, rule, looks, verdicts, labels, setting_of, last)
+        paths = [*paths[:-1], write_manifest(final, manifest_of(
+            plan, frames, rule, looks, verdicts, labels, setting_of, last))]
         if last:
             print_verdicts(verdicts, rule, out)
             trials = frames["trials"]
@@ -213,23 +216,26 @@ def judge(study: Study, results: str, frames, setting_of, labels, rule: SeedRule
     return out
 
 
-def export(plan, final: str, frames, rule: SeedRule, looks: list[dict],
-           verdicts: list[Verdict], labels: list[str], setting_of: dict, last: bool
-           ) -> list[str]:
-    """The whole study so far into `final`, its manifest's `seeds_auto` saying how far."""
-    trials = frames["trials"]
-    keys = [k for k in plan.manifest().varying if k in trials] + ["seed"]
+def export(plan, final: str, frames, manifest) -> list[str]:
+    """The whole study so far into `final`, in a fixed-seed study's row order."""
+    keys = [k for k in plan.manifest().varying if k in frames["trials"]] + ["seed"]
     frames = extend.merged_frames(extend.StoredPart(plan.manifest(), {
         n: frames[n].iloc[0:0] for n in FILES}), frames, keys)
+    return replace_study_files(frames, final, manifest)
+
+
+def manifest_of(plan, frames, rule: SeedRule, looks: list[dict], verdicts: list[Verdict],
+                labels: list[str], setting_of: dict, last: bool):
+    """The study's manifest, its `seeds_auto` saying how far the rule has come."""
+    trials = frames["trials"]
     per_setting = trials.assign(s=trials["trial_id"].map(setting_of)).groupby("s").size()
     record = {**rule.describe(), "done": last,
               "looks": looks,
               "comparisons": [{"label": v.label, "verdict": describe(v, rule),
                                "seeds": v.seeds} for v in verdicts],
               "seeds_per_setting": {labels[int(i)]: int(c) for i, c in per_setting.items()}}
-    manifest = dataclasses.replace(plan.manifest(), seeds=tuple(sorted(
+    return dataclasses.replace(plan.manifest(), seeds=tuple(sorted(
         int(s) for s in trials["seed"].unique())), seeds_auto=record)
-    return replace_study_files(frames, final, manifest)
 
 
 def describe(v: Verdict, rule: SeedRule) -> str:

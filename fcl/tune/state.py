@@ -211,11 +211,8 @@ def check_resume(state: TuneState, opts: StudyOptions, manifest: Manifest) -> No
     if not (opts.resume and state.can_restore):
         return
     old = read_record(state.path)
-    if old is not None:
-        check_same_config(old, manifest)
-
-
-def check_same_config(old: dict, manifest: Manifest) -> None:
+    if old is None:
+        return
     new = {**manifest.base, "--seeds": manifest.trial_seeds}
     was = {**old["base"], "--seeds": old.get("trial_seeds", 1)}
     diff = sorted(k for k in new if was.get(k) != new[k])
