@@ -39,9 +39,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # Ray's default token auth stays on (a token under ~/.ray); only its notice is silenced.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
-        logging.ERROR)
+    ray_private.quiet_token_notice()
     if address is None:
         # Ray starts workers at nice 15 to keep its own processes responsive; on a laptop the
         # trials are the work, and at 15 they crawl beside anything else running.

@@ -6,6 +6,8 @@ fails loudly on a Ray that moves or renames either (the study itself would just 
 autoscaler", or print the tracebacks)."""
 from __future__ import annotations
 
+import logging
+
 import ray._private.ray_logging as _ray_logging
 import ray._private.state
 
@@ -31,17 +33,14 @@ def mute_worker_output() -> None:
     after Ctrl-C, Tune's SIGTERM to a trial can end in an "Exception ignored" traceback on the
     worker, which Ray would forward to the user's terminal."""
     dispatcher = _ray_logging.global_worker_stdstream_dispatcher
-    with dispatcher._lock:
-        if not _MUTED:
-            _MUTED.append(dispatcher.handlers)
-            dispatcher.handlers = [h for h in dispatcher.handlers if h[0] != "ray_print_logs"]
+    if not _MUTED:
+        _MUTED.append(dispatcher.handlers)
+        dispatcher.remove_handler("ray_print_logs")     # replaces the list: the saved one stays
 
 
 def unmute_worker_output() -> None:
-    dispatcher = _ray_logging.global_worker_stdstream_dispatcher
-    with dispatcher._lock:
-        if _MUTED:
-            dispatcher.handlers = _MUTED.pop()
+    if _MUTED:
+        _ray_logging.global_worker_stdstream_dispatcher.handlers = _MUTED.pop()
 
 
 def drop_sigterm_tracebacks() -> None:
@@ -50,10 +49,18 @@ def drop_sigterm_tracebacks() -> None:
     (`fcl.tune.worker_noise`). Idempotent; nothing to wrap on a Ray Client or without
     log_to_driver."""
     dispatcher = _ray_logging.global_worker_stdstream_dispatcher
-    with dispatcher._lock:
-        dispatcher.handlers = [(name, _filtered(handle)) if name == "ray_print_logs" and
-                               not getattr(handle, "fcl_filtered", False) else (name, handle)
-                               for name, handle in dispatcher.handlers]
+    # one assignment of a new list (Ray's own way to remove a handler): the dispatcher's emit
+    # goes on over the list it holds, so its private lock is not needed
+    dispatcher.handlers = [(name, _filtered(handle)) if name == "ray_print_logs" and
+                           not getattr(handle, "fcl_filtered", False) else (name, handle)
+                           for name, handle in dispatcher.handlers]
+
+
+def quiet_token_notice() -> None:
+    """Ray's default token auth stays on (a token under ~/.ray); only its notice, logged by a
+    private module at INFO and WARNING, is silenced."""
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+        logging.ERROR)
 
 
 def _filtered(handle):

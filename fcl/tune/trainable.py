@@ -126,7 +126,7 @@ def train_trial(config: dict, base: RunConfig, datasets: dict, checkpoint_every:
     `seeds` seeds (seed, seed+1, ...), reported every round as the mean over them; the last
     checkpoint holds the seeds' trained models too with `save_models`. `methods`: the driver's
     methods from outside fcl (`fcl.tune.shipped_methods`), registered before anything else."""
-    logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)  # per checkpoint
+    logging.getLogger("ray.train").setLevel(logging.WARNING)   # a line per checkpoint at INFO
     received(methods)
     cfgs = seed_configs(resolve(base, config), seeds)
     states, wall_before = [None] * len(cfgs), 0.0
