@@ -239,29 +239,9 @@ def flower_test(model, data, batch: int) -> tuple[float, float]:
     return loss / len(td.test_y), correct / len(td.test_y)
 
 
-def flower_worker(spec: dict) -> dict:
-    """One Flower simulation of the workload; the server's per-round timestamps."""
-    import torch
-    from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord
-    from flwr.clientapp import ClientApp
-    from flwr.serverapp import Grid, ServerApp
-    from flwr.serverapp.strategy import FedAvg
-    from flwr.simulation import run_simulation
-
-    from fcl.engine import prepare_data
-    from fcl.models.factory import build_model
-    sets = spec["sets"]
-    cfg = config(sets)
-    torch.set_num_threads(spec["threads"])
-    data = prepare_data(cfg)            # the server's test set; each actor loads its own
-    model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
-    R, N = cfg.rounds, cfg.data.num_clients
-    rounds: list[dict] = []
-    evals: list[dict] = []
-
+def timed_fedavg(FedAvg, rounds: list[dict]):
+    """Stock FedAvg whose two overrides only take timestamps and count samples into `rounds`."""
     class TimedFedAvg(FedAvg):
-        """Stock FedAvg; the two overrides only take timestamps and count samples."""
-
         def configure_train(self, server_round, arrays, config, grid):
             rounds.append({"start": time.time(), "round": server_round})
             return super().configure_train(server_round, arrays, config, grid)
@@ -271,6 +251,13 @@ def flower_worker(spec: dict) -> dict:
             rounds[-1]["samples"] = int(sum(r.content["metrics"]["num-examples"]
                                             for r in replies if r.has_content()))
             return super().aggregate_train(server_round, replies)
+    return TimedFedAvg
+
+
+def final_evaluation(model, data, R: int, rounds: list[dict], evals: list[dict]):
+    """Flower's server-side `evaluate_fn`: every round's end time, and after round R the test
+    set's accuracy (timed into `evals`)."""
+    from flwr.app import ArrayRecord, MetricRecord
 
     def evaluate_fn(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
         if server_round == 0:
@@ -286,7 +273,30 @@ def flower_worker(spec: dict) -> dict:
         rounds[-1]["end"] = time.time()
         rounds[-1]["evaluated"] = out is not None
         return out
+    return evaluate_fn
 
+
+def flower_worker(spec: dict) -> dict:
+    """One Flower simulation of the workload; the server's per-round timestamps."""
+    import torch
+    from flwr.app import ArrayRecord, ConfigRecord, Context
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.serverapp.strategy import FedAvg
+    from flwr.simulation import run_simulation
+
+    from fcl.engine import prepare_data
+    from fcl.models.factory import build_model
+    sets = spec["sets"]
+    cfg = config(sets)
+    torch.set_num_threads(spec["threads"])
+    data = prepare_data(cfg)            # the server's test set; each actor loads its own
+    model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
+    R, N = cfg.rounds, cfg.data.num_clients
+    rounds: list[dict] = []
+    evals: list[dict] = []
+    TimedFedAvg = timed_fedavg(FedAvg, rounds)
+    evaluate_fn = final_evaluation(model, data, R, rounds, evals)
     server = ServerApp()
 
     @server.main()
@@ -383,7 +393,7 @@ def cpu_in_words() -> str:
             f"{', '.join(ext) or 'no AVX2'}")
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] + " " +
                                 __doc__.splitlines()[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -409,7 +419,11 @@ def main() -> None:
     p.add_argument("--smoke", action="store_true",
                    help="toy size on a generated CIFAR-10: a check that it runs, no measurement")
     p.add_argument("--log", help="file for the workers' output (default: a temporary file)")
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     if args.repetitions is None:
         args.repetitions = 1 if args.smoke else 2
     if args.worker:
@@ -438,34 +452,48 @@ def main() -> None:
         shown = {**sets, "data.root": "(generated)"} if args.smoke else sets
         print(f"workload: fcl preset flocora with {' '.join(f'{k}={v}' for k, v in shown.items())}"
               f"{' (SMOKE RUN: toy size, not a measurement)' if args.smoke else ''}", flush=True)
-        plan = {"flower": ("flower", [{"sets": sets, "threads": args.threads,
-                                       "actors": args.actors}]),
-                **{m: ("fcl", [{"sets": {**sets, **FCL_MODES[m]}, "threads": args.threads}])
-                   for m in FCL_MODES},
-                **{f"{m}-par": ("fcl", [{"sets": {**sets, **FCL_MODES[m], "run.threads": 1},
-                                         "threads": 1}] * args.parallel) for m in FCL_MODES}}
-        label = {"flower": f"Flower, {args.actors} actors x 1 thread",
-                 "fp32": f"fcl fp32, 1 run x {args.threads} threads",
-                 "fast": f"fcl fast path, 1 run x {args.threads} threads",
-                 "fp32-par": f"fcl fp32, {args.parallel} runs x 1 thread",
-                 "fast-par": f"fcl fast path, {args.parallel} runs x 1 thread"}
-        reps: dict[str, list[dict]] = {v: [] for v in args.variants}
-        print("\n| rep | variant | precision, layout, eval batch | train samples/s | "
-              "eval images/s | whole-run samples/s | wall (s) | load |\n|---|---|---|---|---|---"
-              "|---|---|", flush=True)
-        for rep in range(args.repetitions):
-            for v in args.variants:
-                kind, specs = plan[v]
-                t0 = time.perf_counter()
-                m = measure(run_processes(kind, specs, folder, log))
-                reps[v].append(m)
-                print(f"| {rep + 1} | {label[v]} | {m['precision']}, {m['layout']}"
-                      f"{' (NHWC eval)' if m['eval_nhwc'] and m['layout'] == 'nchw' else ''}, "
-                      f"{m['eval_batch']} | {m['train']:.1f} | {m['eval']:.1f} | {m['whole']:.1f}"
-                      f" | {time.perf_counter() - t0:.0f} | {os.getloadavg()[0]:.1f} |",
-                      flush=True)
-        report(args, reps, label, bf16)
+        label = variant_labels(args)
+        report(args, run_repetitions(args, variant_plan(args, sets), label, folder, log),
+               label, bf16)
         log.close()
+
+
+def variant_plan(args, sets: dict) -> dict[str, tuple[str, list[dict]]]:
+    """Each variant's worker kind and its processes' specs."""
+    return {"flower": ("flower", [{"sets": sets, "threads": args.threads,
+                                   "actors": args.actors}]),
+            **{m: ("fcl", [{"sets": {**sets, **FCL_MODES[m]}, "threads": args.threads}])
+               for m in FCL_MODES},
+            **{f"{m}-par": ("fcl", [{"sets": {**sets, **FCL_MODES[m], "run.threads": 1},
+                                     "threads": 1}] * args.parallel) for m in FCL_MODES}}
+
+
+def variant_labels(args) -> dict[str, str]:
+    return {"flower": f"Flower, {args.actors} actors x 1 thread",
+            "fp32": f"fcl fp32, 1 run x {args.threads} threads",
+            "fast": f"fcl fast path, 1 run x {args.threads} threads",
+            "fp32-par": f"fcl fp32, {args.parallel} runs x 1 thread",
+            "fast-par": f"fcl fast path, {args.parallel} runs x 1 thread"}
+
+
+def run_repetitions(args, plan: dict, label: dict, folder: Path, log) -> dict[str, list[dict]]:
+    """Every variant once per repetition, interleaved, each measured and printed as a row."""
+    reps: dict[str, list[dict]] = {v: [] for v in args.variants}
+    print("\n| rep | variant | precision, layout, eval batch | train samples/s | "
+          "eval images/s | whole-run samples/s | wall (s) | load |\n|---|---|---|---|---|---"
+          "|---|---|", flush=True)
+    for rep in range(args.repetitions):
+        for v in args.variants:
+            kind, specs = plan[v]
+            t0 = time.perf_counter()
+            m = measure(run_processes(kind, specs, folder, log))
+            reps[v].append(m)
+            print(f"| {rep + 1} | {label[v]} | {m['precision']}, {m['layout']}"
+                  f"{' (NHWC eval)' if m['eval_nhwc'] and m['layout'] == 'nchw' else ''}, "
+                  f"{m['eval_batch']} | {m['train']:.1f} | {m['eval']:.1f} | {m['whole']:.1f}"
+                  f" | {time.perf_counter() - t0:.0f} | {os.getloadavg()[0]:.1f} |",
+                  flush=True)
+    return reps
 
 
 def report(args, reps: dict, label: dict, bf16: bool) -> None:
