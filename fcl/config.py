@@ -186,8 +186,7 @@ class RunConfig:
 
     @property
     def rounds_per_phase(self) -> int:
-        """Q = R / T."""
-        return self.rounds // self.data.num_tasks
+        return self.rounds // self.data.num_tasks          # Q = R / T
 
     def to_flat(self) -> dict[str, Any]:
         """{'server.lr': 0.5, ...}: the public vocabulary, as Parquet columns."""
@@ -196,9 +195,8 @@ class RunConfig:
 
 @functools.cache
 def type_hints(cls: type) -> dict[str, Any]:
-    """`typing.get_type_hints`, once per class: it evaluates every string annotation on each
-    call, which made a config's `to_flat` cost milliseconds (a study's export calls it a few
-    times per trial)."""
+    """`typing.get_type_hints`, once per class: evaluated on each call, the string annotations
+    made a config's `to_flat` cost milliseconds (a study's export calls it per trial)."""
     return typing.get_type_hints(cls)
 
 
@@ -219,19 +217,22 @@ def field_types(cfg: RunConfig | None = None) -> dict[str, type]:
     return {key: typ for key, _, _, typ in iter_fields(cfg or RunConfig())}
 
 
-def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """A new config with `{'server.lr': '0.5', ...}` applied (strings parsed by field type).
-
-    Unknown keys and bad values raise ConfigError; the whole config is re-validated once."""
-    types_ = field_types(cfg)
-    metas = {key: meta for key, _, meta, _ in iter_fields(cfg)}
-    top: dict[str, Any] = {}
-    sections: dict[str, dict[str, Any]] = {}
+def parsed_values(cfg: RunConfig, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Each override parsed by its key's type (ConfigError: an unknown key, a bad value)."""
+    types_, metas = field_types(cfg), {key: meta for key, _, meta, _ in iter_fields(cfg)}
     for key, raw in overrides.items():
         if key not in types_:
             raise ConfigError(key, raw, "unknown key", did_you_mean(key, types_) +
                               "see `fcl run --help` for every key")
-        value = parse_field(key, raw, types_[key], metas[key])
+    return {key: parse_field(key, raw, types_[key], metas[key]) for key, raw in overrides.items()}
+
+
+def with_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    """A new config with `{'server.lr': '0.5', ...}` applied (strings parsed by field type;
+    unknown keys and bad values raise ConfigError); the whole config is re-validated once."""
+    top: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in parsed_values(cfg, overrides).items():
         if "." in key:
             section, name = key.split(".", 1)
             sections.setdefault(section, {})[name] = value
@@ -291,7 +292,6 @@ def describe_keys(cfg: RunConfig | None = None) -> str:
     """Every key with its default, allowed values and help: the epilog of `fcl run --help`."""
     return "\n".join(f"  {key:<30} default {value!r:<24} allowed: {allowed}\n  {'':<30} {help}"
                      for key, value, allowed, help in key_rows(cfg))
-
 
 
 def bool_or_auto_keys() -> tuple[str, ...]:

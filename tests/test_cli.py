@@ -177,6 +177,12 @@ print(rc, "torch" in sys.modules, "ray" in sys.modules, round(time.perf_counter(
     (["params", "--set", "model.lora_rnk=4"], "did you mean model.lora_rank or "),
     (["run", "--set", "rounds=abc"], "error: rounds=abc: "),
     (["run", "--set", "model.fedweit_past=trained"], "read only by model.adapter=fedweit"),
+    # a study's --set, key by key, before its studies import Tune
+    (["study", "optimizers", "--preset", "smoke", "--set", "client.lrr=0.1"],
+     "error: client.lrr=0.1: unknown key; allowed: did you mean client.lr? "),
+    (["study", "noniid", "--set", "server.optimizer=fedadma", "--seeds", "2"],
+     "error: server.optimizer=fedadma: unknown value; allowed: did you mean fedadam? "),
+    (["study", "optimizers", "--set", "client.lr=-1"], "error: client.lr=-1.0: out of range"),
 ])
 def test_a_bad_key_or_value_is_refused_before_torch_is_imported(argv, says):
     """A typo in --set is one line with the close keys, exit 2, from the config alone: neither
