@@ -13,7 +13,6 @@ are not counted). Nothing is trained: each path stops where it is measured.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import runpy
 import sys
@@ -88,7 +87,7 @@ def study_trial(seen: dict) -> None:
     from fcl.studies.optimizers import STUDY
     from fcl.tune import StudyOptions
     from fcl.tune.plan import base_config
-    trainable = importlib.import_module("fcl.tune.trainable")   # `fcl.tune.trainable`: a function
+    from fcl.tune import trial as trainable
     base = base_config(STUDY, StudyOptions(preset="smoke"))
     with stop_at_server_optimizer(seen, "trial"), \
             mock.patch.object(trainable.tune, "get_checkpoint", lambda: None):

@@ -38,7 +38,7 @@ DRIVER = textwrap.dedent('''
         main(Study(name, SPACES.get(name, SPACES["lrs"])))
 ''')
 DRIVER_ONLY = textwrap.dedent('''
-    from fcl.tune.trainable import train_trial as _train
+    from fcl.tune.trial import train_trial as _train
     def train_trial(config, **kw):
         return _train(config, **kw)
 ''')

@@ -12,7 +12,7 @@ the space with its seeds, data loaded and cut once), `data_sharing` (which trial
 and a prepared data set), `cost` (the dry run's trial table and price), `locations` (the output
 places checked before any work), `state` (where Tune keeps a study; the resume / fresh policy),
 `cluster` (local Ray or a cluster; trial resources), `tuner` (the Tuner: trainable, searcher,
-scheduler, reporter), `trainable` (one trial = one engine run, reported and checkpointed every
+scheduler, reporter), `trial` (one trial = one engine run, reported and checkpointed every
 round), `report` (what a trial reports each round, one typed record every reader goes through),
 `searchers` (Optuna), `optuna_storage` (where Optuna keeps a search), `schedulers` (FIFO, ASHA),
 `trackers` (TensorBoard, MLflow, W&B callbacks), `progress` (the live table, Ctrl-C),
@@ -22,11 +22,17 @@ from the declaration and plan), `checkpoints` (after the export: each trial's la
 kept, the older ones deleted); `user_api` (`trainable` and `results_frames`: fcl's trainable in
 one's own `tune.Tuner`, its ResultGrid as fcl's Parquet frames).
 """
-from fcl.tune.cli import main, run_study_cli
-from fcl.tune.run import run_study
-from fcl.tune.space import given, grid
-from fcl.tune.study import Study, StudyOptions, StudyOutcome
-from fcl.tune.user_api import results_frames, trainable
+import importlib
 
-__all__ = ["given", "grid", "main", "results_frames", "run_study", "run_study_cli", "Study",
-           "StudyOptions", "StudyOutcome", "trainable"]
+# Each name from its module on first use: a study's declaration (`Study`, `grid`) needs neither
+# the study runner nor torch, so `fcl study` lists the studies without loading them.
+_HOMES = {"main": "cli", "run_study_cli": "cli", "run_study": "run", "given": "space",
+          "grid": "space", "Study": "study", "StudyOptions": "study", "StudyOutcome": "study",
+          "results_frames": "user_api", "trainable": "user_api"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'fcl.tune' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"fcl.tune.{_HOMES[name]}"), name)

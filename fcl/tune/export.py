@@ -32,7 +32,7 @@ from fcl.tune.progress import filtered_ray_logs
 from fcl.tune.report import (TUNE_DONE, TUNE_HOSTNAME, TUNE_NODE_IP, TUNE_TRIAL_ID,
                              TrialReport)
 from fcl.tune.space import resolve
-from fcl.tune.trainable import load_result, seed_configs
+from fcl.tune.trial import load_result, seed_configs
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from fcl.tune.searchers import TRIAL_NUMBER, optuna_searcher
 from fcl.tune.space import Space, complete_variants, display_columns, grid_points
 from fcl.tune.state import TuneState
 from fcl.tune.shipped_methods import shipped
-from fcl.tune.trainable import train_trial
+from fcl.tune.trial import train_trial
 
 
 def make_tuner(plan: StudyPlan, state: TuneState, res: cluster.TrialResources, out: TextIO,

@@ -24,7 +24,7 @@ from fcl.tune.export import outcomes, study_frames
 from fcl.tune.plan import load_datasets
 from fcl.tune.space import config_keys
 from fcl.tune.shipped_methods import shipped
-from fcl.tune.trainable import train_trial
+from fcl.tune.trial import train_trial
 
 
 def _base(base_config: RunConfig | str) -> RunConfig:
