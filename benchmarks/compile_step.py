@@ -4,7 +4,7 @@ a second trial on the same node pays when the trials share inductor's cache), an
 trial must take before the compile has paid for itself.
 
     python benchmarks/compile_step.py [--workloads nettailor resnet8-lora32]
-        [--modes fp32 bf16] [--layouts nhwc] [--threads 1] [--reps 5]
+        [--modes fp32 bf16] [--layouts nhwc] [--threads 1] [--reps 5] [--study-trials 36]
 
 Each (workload, mode, layout) is measured in fresh processes: one with an empty inductor cache
 (`TORCHINDUCTOR_CACHE_DIR` a new folder), then one more on the cache it filled. The workloads
@@ -91,6 +91,43 @@ def row(workload: str, mode: str, layout: str, cold: dict, warm: dict) -> str:
     return f"| {workload} | {mode} | {layout} | " + " | ".join(cells) + " |"
 
 
+def trial_work(workload: str) -> tuple[float, float, int]:
+    """(training steps, evaluation batches of 512, tasks) of one trial of the workload's preset
+    on CIFAR-10 (5,000 training and 1,000 test images a class): every evaluation scores every
+    task, an upper bound on what early evaluations score."""
+    from roofline import EVAL_BATCH, WORKLOADS
+
+    from fcl.presets import preset
+    from fcl.tune.cost import training_samples
+    name, own = WORKLOADS[workload]
+    cfg = preset(name, own)
+    classes = 10 // cfg.data.num_tasks
+    per_task = min(cfg.data.train_per_class or 5000, 5000) * classes
+    steps = training_samples(cfg, per_task) / cfg.client.batch_size
+    evals = cfg.rounds // cfg.eval.every * cfg.data.num_tasks * 1000 * classes / EVAL_BATCH
+    return steps, evals, cfg.data.num_tasks
+
+
+def trial_row(workload: str, mode: str, layout: str, cold: dict, warm: dict, trials: int,
+              concurrent: int) -> str:
+    """What compiling costs and saves over one trial: a graph per task and phase (train, eval),
+    compiled on a cold cache (the study's first trial on a node) or a warm one (the others)."""
+    steps, evals, tasks = trial_work(workload)
+    saved = sum(n * (cold[f"{ph}_eager_s"] - min(cold[f"{ph}_compiled_s"],
+                                                  warm[f"{ph}_compiled_s"]))
+                for ph, n in (("train", steps), ("eval", evals)))
+    cost = {c: tasks * (r["train_first_s"] + r["eval_first_s"])
+            for c, r in (("cold", cold), ("warm", warm))}
+    eager = steps * cold["train_eager_s"] + evals * cold["eval_eager_s"]
+    # a study: its first `concurrent` trials start together on an empty cache, the rest warm
+    first = min(concurrent, trials)
+    study = first * (eager - saved + cost["cold"]) + (trials - first) * (eager - saved +
+                                                                         cost["warm"])
+    return (f"| {workload} | {mode} | {layout} | {steps:,.0f} | {evals:,.0f} | {tasks} | "
+            f"{eager:,.0f} | {saved:,.0f} | {cost['cold']:,.0f} | {cost['warm']:,.0f} | "
+            f"{trials * eager / study:.2f}x |")
+
+
 def main() -> None:
     from roofline import DTYPES, WORKLOADS
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -100,6 +137,11 @@ def main() -> None:
     p.add_argument("--layouts", nargs="+", choices=("nchw", "nhwc"), default=["nhwc"])
     p.add_argument("--threads", type=int, default=1, help="torch threads (a study's trial: 1)")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--study-trials", type=int, default=36,
+                   help="trials of the study priced in the last column (default: the "
+                        "optimizers grid's 36)")
+    p.add_argument("--concurrent", type=int, default=2,
+                   help="trials at a time, the first of which compile on an empty cache")
     p.add_argument("--one", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
@@ -114,6 +156,7 @@ def main() -> None:
     head = " | ".join(f"{ph} {c}" for ph in ("train", "eval") for c in (
         "eager ms", "compiled ms", "speed-up", "compile s cold", "compile s warm", "pays after"))
     print(f"| workload | precision | layout | {head} |\n|" + "---|" * 15)
+    measured = []
     for w in args.workloads:
         for m in args.modes:
             for lay in args.layouts:
@@ -121,7 +164,17 @@ def main() -> None:
                     one = [w, m, lay, str(args.threads), str(args.reps)]
                     cold = in_fresh_process(one, cache)
                     warm = in_fresh_process(one, cache)
+                measured.append((w, m, lay, cold, warm))
                 print(row(w, m, lay, cold, warm), flush=True)
+    print("\nOne trial of each workload's preset: its training steps and evaluation batches, "
+          "its tasks (a compiled graph per task and phase), seconds of steps eager, seconds "
+          "compiling saves in them, seconds its compiles take on a cold and on a warm cache; "
+          f"and a study of {args.study_trials} such trials, {args.concurrent} at a time sharing "
+          "one cache, compiled against eager (trial-seconds; >1: compiled is faster)\n")
+    print("| workload | precision | layout | train steps | eval batches | tasks | eager s | "
+          "saved s | compile s cold | compile s warm | study speed-up |\n|" + "---|" * 11)
+    for w, m, lay, cold, warm in measured:
+        print(trial_row(w, m, lay, cold, warm, args.study_trials, args.concurrent))
 
 
 if __name__ == "__main__":
