@@ -82,3 +82,30 @@ def test_the_drivers_printer_of_worker_output_is_wrapped_once(local_ray):
     wrapped({"ip": "ip", "pid": 7, "is_err": True, "lines": SIGTERM_BLOCK})
     wrapped({"ip": "ip", "pid": 7, "is_err": True, "lines": ["kept"]})
     assert printed == [{"ip": "ip", "pid": 7, "is_err": True, "lines": ["kept"]}]
+
+
+@pytest.mark.parametrize("name", sorted(__import__("test_ray_edge").ALLOWED))
+def test_every_private_ray_name_fcl_uses_is_on_the_installed_ray(name):
+    """The canary of each private name (tests/test_ray_edge.py lists them): where a Ray moves
+    one, this says which Ray, which name and which fcl module reaches it."""
+    import importlib
+
+    import test_ray_edge
+    parts, module = name.split("."), None
+    for i in range(len(parts), 0, -1):
+        try:
+            module = importlib.import_module(".".join(parts[:i]))
+            break
+        except ImportError:
+            continue
+    value, missing = module, None
+    for part in parts[i:]:
+        if not hasattr(value, part):
+            missing = part
+            break
+        value = getattr(value, part)
+    users = [p for p, names in test_ray_edge.private_ray_names(test_ray_edge.ROOT).items()
+             if name in names]
+    assert missing is None, (f"Ray {ray.__version__} has no {name} ({missing!r} is gone); "
+                             f"{', '.join(users)} reaches it")
+
