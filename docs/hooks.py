@@ -21,6 +21,9 @@ END = "<!-- END GENERATED -->"
 EXTRA_PAGES = {"README.md": "index.md", "results/README.md": "stored-results.md",
                "results-pretrained/README.md": "stored-results-pretrained.md",
                "results/drift_correction/README.md": "stored-results-drift-correction.md",
+               "results-drift/README.md": "stored-results-drift.md",
+               "results-lowrank/README.md": "stored-results-lowrank.md",
+               "results-auto/README.md": "stored-results-auto.md",
                "fcl/weights/README.md": "pretrained-weights.md"}
 
 
