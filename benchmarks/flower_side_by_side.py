@@ -24,8 +24,10 @@ process:
   the last round at Flower's customary `test()` batch of 100 (`torch.no_grad`, `.item()` per
   batch) in the ServerApp's process with `--threads` torch threads. Rounds are timed on the
   server: from the strategy's `configure_train` to the end of the round's `evaluate_fn` call.
-- fcl fp32: `run.precision=fp32 run.channels_last=false eval.batch_size=1024` (the defaults
-  before issue 37 made them the device's).
+- fcl fp32: `run.precision=fp32 run.channels_last=false eval.batch_size=1024` (fp32 at a pinned
+  evaluation batch: the defaults fcl had before they became the device's).
+- fcl fp32 defaults: `run.precision=fp32` with the rest at `auto`: what a CPU without native
+  bf16 runs by default (`eval.batch_size=auto`: the device's evaluation batch).
 - fcl fast: `run.precision=auto run.channels_last=auto eval.batch_size=auto` (bf16 and NHWC
   where the CPU has native bf16 / AVX-512, fp32 and NCHW elsewhere; `fcl/compute_mode.py`).
   Each fcl mode runs as one run with `--threads` threads and as `--parallel` runs of one thread
@@ -71,8 +73,12 @@ FLOWER_EVAL_BATCH = 100                   # the batch of the `test()` of Flower'
 WORKLOAD = {"model.adapter": "full", "rounds": 6, "client.local_epochs": 1}
 FCL_MODES = {"fp32": {"run.precision": "fp32", "run.channels_last": "false",
                       "eval.batch_size": 1024},
+             # what a CPU without native bf16 runs by default: fp32, the rest at auto
+             "fp32-defaults": {"run.precision": "fp32", "run.channels_last": "auto",
+                               "eval.batch_size": "auto"},
              "fast": {"run.precision": "auto", "run.channels_last": "auto",
                       "eval.batch_size": "auto"}}
+VARIANTS = ["flower", *FCL_MODES, *(f"{m}-par" for m in FCL_MODES)]
 SMOKE = {"rounds": 2, "data.num_clients": 2, "participation.fraction": 1.0,
          "data.train_per_class": 4, "data.test_per_class": 2}
 TARGET_EVAL = 1.2        # fcl fast (1 run x all threads) / Flower, evaluation images/s
@@ -413,9 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the folder that holds cifar-10-batches-py (data.root)")
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", dest="raw_sets",
                    help="more fcl config overrides, applied to both sides")
-    p.add_argument("--variants", nargs="+", default=["flower", "fp32", "fast", "fp32-par",
-                                                     "fast-par"],
-                   choices=["flower", "fp32", "fast", "fp32-par", "fast-par"])
+    p.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
     p.add_argument("--smoke", action="store_true",
                    help="toy size on a generated CIFAR-10: a check that it runs, no measurement")
     p.add_argument("--log", help="file for the workers' output (default: a temporary file)")
@@ -469,11 +473,11 @@ def variant_plan(args, sets: dict) -> dict[str, tuple[str, list[dict]]]:
 
 
 def variant_labels(args) -> dict[str, str]:
+    names = {"fp32": "fcl fp32 (eval batch 1024)", "fp32-defaults": "fcl fp32 defaults",
+             "fast": "fcl fast path"}
     return {"flower": f"Flower, {args.actors} actors x 1 thread",
-            "fp32": f"fcl fp32, 1 run x {args.threads} threads",
-            "fast": f"fcl fast path, 1 run x {args.threads} threads",
-            "fp32-par": f"fcl fp32, {args.parallel} runs x 1 thread",
-            "fast-par": f"fcl fast path, {args.parallel} runs x 1 thread"}
+            **{m: f"{n}, 1 run x {args.threads} threads" for m, n in names.items()},
+            **{f"{m}-par": f"{n}, {args.parallel} runs x 1 thread" for m, n in names.items()}}
 
 
 def run_repetitions(args, plan: dict, label: dict, folder: Path, log) -> dict[str, list[dict]]:
