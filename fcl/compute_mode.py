@@ -84,9 +84,10 @@ def _bool_or(setting: str, auto: Callable[[], bool]) -> bool:
 
 # eval.batch_size=auto. A GPU wants large batches. On a CPU a batch is fastest while its largest
 # activation stays in cache: the largest power of two whose biggest fp32 activation fits 8 MiB
-# (a quarter of the 32 MiB L3 of the 2-core EPYC measured; benchmarks/eval_speed.py, README,
-# Benchmark): ResNet-8 (64 x 32 x 32 floats an image) gets 32, 2.3x the images/s of 1024 in
-# fp32 at 2 threads; cifar10-local's resnet_tiny at width 16 gets 128, 1.27x at 1 thread.
+# (a quarter of the 32 MiB L3 of the 2-core EPYC measured; benchmarks/eval_speed.py,
+# docs/benchmarks.md, Evaluation batch size): ResNet-8 (64 x 32 x 32 floats an image) gets 32,
+# 2.3x the images/s of 1024 in fp32 at 2 threads; cifar10-local's resnet_tiny at width 16 gets
+# 128, 1.27x at 1 thread.
 CPU_EVAL_BUDGET_BYTES = 8 * 2**20
 CPU_EVAL_BATCH_RANGE = (8, 1024)
 GPU_EVAL_BATCH = 1024

@@ -15,7 +15,7 @@ from fcl.models.stages import stage_channels
 
 @dataclass(frozen=True)
 class DataConfig:
-    name: str = opt("fashion_mnist_bundled", "data set (layouts: fcl/data/<name>.py, README)",
+    name: str = opt("fashion_mnist_bundled", "data set (layouts: fcl/data/<name>.py, docs/data.md)",
                     choices=("fashion_mnist_bundled", "fashion_mnist", "cifar10", "cifar100",
                              "miniimagenet", "decathlon", "npz"))
     root: str = opt("", "file or folder holding the data set (npz: the .npz file; cifar*: "
@@ -78,7 +78,7 @@ class ModelConfig:
                     choices=("cifar", "imagenet"))
     input_size: int = opt(0, "resize every batch (bilinear, on the device) to S x S before the "
                              "backbone (0 = the images' own size); ImageNet backbones on 32x32 "
-                             "images: see README", check=lambda v: 0 <= v <= 1024,
+                             "images: docs/data.md, Input size", check=lambda v: 0 <= v <= 1024,
                           allowed="0 <= S <= 1024")
     pretrained: str = opt("none", "backbone weights: none = random init from the seed; imagenet = "
                                   "torchvision's ResNet-18 ImageNet weights (downloaded, or the "

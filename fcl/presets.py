@@ -83,7 +83,8 @@ TINY_FP32 = {"run.precision": "fp32"}
 
 # The FCL studies on Split CIFAR-10 (5 tasks x 2 classes): data.root=data holds torchvision's
 # cifar-10-batches-py (where its download with root=data puts it). The studies stored before
-# these settings ran bf16 (auto), NCHW, eval batch 1024 (results/README.md).
+# these settings ran bf16 (auto), NCHW, eval batch 1024 (results/README.md, "Rerunning a study
+# as stored").
 CIFAR10 = {"data.name": "cifar10", "data.root": "data", "data.num_tasks": 5,
            "data.num_clients": 5, "client.local_epochs": 2, "server.tau": 0.1, "eval.every": 5,
            **TINY_FP32}
@@ -114,8 +115,8 @@ PRESETS: dict[str, dict] = {
     # (run.client_batching=auto: on CUDA, off on a CPU, where it lost; docs/benchmarks.md).
     "cifar10-local": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                       "data.test_per_class": 100},
-    # cifar10-local on a frozen pretrained backbone (results/README.md, "Which backbone": the
-    # calibration of random vs pretrained backbones that chose this one)
+    # cifar10-local on a frozen pretrained backbone (results/README.md, "Which frozen
+    # backbone": the calibration of random vs pretrained backbones that chose this one)
     "cifar10-local-pretrained": {**CIFAR10, "rounds": 25, "data.train_per_class": 300,
                                  "data.test_per_class": 100,
                                  "model.weights": CIFAR10_BACKBONE},

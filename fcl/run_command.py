@@ -21,7 +21,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object with the summary on stdout (progress to stderr)")
     p.add_argument("--out", metavar="DIR", help="write trials/rounds/tasks Parquet files to DIR "
-                                                "(the study schema: results/README.md)")
+                                                "(their columns: docs/results.md)")
     p.add_argument("--quiet", action="store_true", help="no per-round progress lines")
     p.add_argument("--save-model", metavar="DIR", help="write the trained model to DIR "
                    "(model.pt + model.json; load with fcl.load_model(DIR): fcl/saved_model.py)")

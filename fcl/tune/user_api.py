@@ -47,7 +47,7 @@ def trainable(base_config: RunConfig | str, checkpoint_every: int = 0, seeds: in
 def results_frames(result_grid, base_config: RunConfig | str, study: str = "mine",
                    preset_name: str = "") -> dict[str, pd.DataFrame]:
     """`{"trials", "rounds", "tasks"}`: the trials of a `ResultGrid` of `trainable(base_config)`
-    in fcl's Parquet schema (results/README.md), built from each trial's last checkpoint as
+    in fcl's Parquet schema (docs/results.md), built from each trial's last checkpoint as
     `fcl.tune.run_study` builds them; trials sorted by the config keys they set, then
     `trial_id`. Trials still pending are left out."""
     cfg = _base(base_config)
