@@ -39,7 +39,7 @@ def measure(workload: str, mode: str, layout: str, threads: int, reps: int) -> d
     for phase, eager in zip(("train", "eval"), workload_steps(workload, mode, layout)):
         out[f"{phase}_eager_s"] = best_seconds(eager, reps, inner=3)
     torch._dynamo.reset()
-    train, evaluate = compiled_steps(workload, mode, layout)
+    train, evaluate = workload_steps(workload, mode, layout, compiled=True)
     for phase, fn in (("train", train), ("eval", evaluate)):
         t0 = time.perf_counter()
         fn()
@@ -47,26 +47,6 @@ def measure(workload: str, mode: str, layout: str, threads: int, reps: int) -> d
         out[f"{phase}_first_s"] = time.perf_counter() - t0
         out[f"{phase}_compiled_s"] = best_seconds(fn, reps, inner=3)
     return out
-
-
-def compiled_steps(workload: str, mode: str, layout: str):
-    """`roofline.workload_steps` with the model's forward compiled (inductor, the default
-    mode): what a `run.compile`-style wrap of the task model does."""
-    import torch
-
-    import roofline
-    real = roofline.training_step
-
-    def compiled_training_step(cfg, shape, classes):
-        step, model, compute = real(cfg, shape, classes)
-        model.forward = torch.compile(model.forward)
-        return step, model, compute
-
-    roofline.training_step = compiled_training_step
-    try:
-        return roofline.workload_steps(workload, mode, layout)
-    finally:
-        roofline.training_step = real
 
 
 def in_fresh_process(args: list[str], cache: str) -> dict:

@@ -68,15 +68,17 @@ def attainable(mode: str, reps: int) -> dict[str, float]:
     return out
 
 
-def workload_steps(name: str, mode: str, layout: str):
+def workload_steps(name: str, mode: str, layout: str, compiled: bool = False):
     """(train step, eval step) of the workload in `mode` and `layout` (nhwc: the weights and
     the images channels-last, as the engine runs on an AVX-512 CPU), each a function of no
-    arguments."""
+    arguments; `compiled`: the model's forward `torch.compile`d (inductor, its default mode)."""
     preset_name, own = WORKLOADS[name]
     cfg = preset(preset_name, {**own, "run.precision": mode,
                                "run.channels_last": layout == "nhwc"})
     classes = [10 // cfg.data.num_tasks] * cfg.data.num_tasks
     train, model, compute = training_step(cfg, (3, 32, 32), classes)
+    if compiled:
+        model.forward = torch.compile(model.forward)
     g = torch.Generator().manual_seed(1)
     xe = torch.randn(EVAL_BATCH, 3, 32, 32, generator=g).contiguous(
         memory_format=compute.memory_format)
