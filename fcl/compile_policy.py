@@ -33,12 +33,12 @@ from fcl.data.federated import FederatedData
 from fcl.federated.participation import training_samples
 
 # `auto`'s two bounds, from benchmarks/compile_step.py in bf16 NHWC (what `auto` runs on the
-# measuring CPU). The forward's FLOPs a sample: below it inductor's steps were slower than
-# eager's (NetTailor at width 16, 7.4 MFLOP: 0.79x training, 0.68x evaluation; FLoCoRA's width-16
-# LoRA r 32, 12 MFLOP: 0.41x, 0.94x), above it faster (its width-64 LoRA r 32, 181 MFLOP: 1.21x,
-# 2.38x; ResNet-8 LoRA r 32, 468 MFLOP: 1.16x, 1.64x). The training FLOPs a graph is expected to run: where the steps' ~14% saving at
-# ResNet-8's measured rate (0.35 TFLOP/s on one thread) covers a warm-cache compile of a few
-# seconds.
+# measuring CPU; docs/benchmarks.md, "A compiled step"). The forward's FLOPs a sample: below
+# it inductor's steps were slower than eager's (NetTailor at width 16, 7.4 MFLOP; FLoCoRA's
+# width-16 LoRA r 32, 12 MFLOP), above it faster (its width-64 LoRA r 32, 181 MFLOP; ResNet-8
+# LoRA r 32, 468 MFLOP). The training FLOPs a graph is expected to run: where the steps' ~14%
+# saving at ResNet-8's measured rate (0.35 TFLOP/s on one thread) covers a warm-cache compile
+# of a few seconds.
 AUTO_MIN_FORWARD_FLOP = 100e6
 AUTO_MIN_TRAIN_FLOP = 10e12
 # torch.compile's backend: inductor generates fused C++ (CPU) or Triton (CUDA) kernels
