@@ -77,8 +77,8 @@ def trial_work(workload: str) -> tuple[float, float, int]:
     task, an upper bound on what early evaluations score."""
     from roofline import EVAL_BATCH, WORKLOADS
 
+    from fcl.federated.participation import training_samples
     from fcl.presets import preset
-    from fcl.tune.cost import training_samples
     name, own = WORKLOADS[workload]
     cfg = preset(name, own)
     classes = 10 // cfg.data.num_tasks

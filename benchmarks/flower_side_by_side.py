@@ -30,6 +30,7 @@ process:
   bf16 runs by default (`eval.batch_size=auto`: the device's evaluation batch).
 - fcl fast: `run.precision=auto run.channels_last=auto eval.batch_size=auto` (bf16 and NHWC
   where the CPU has native bf16 / AVX-512, fp32 and NCHW elsewhere; `fcl/compute_mode.py`).
+- fcl fast compiled: the same with `run.compile=auto` (`fcl/compile_policy.py`).
   Each fcl mode runs as one run with `--threads` threads and as `--parallel` runs of one thread
   at once (separate processes that start their rounds together): a study's layout.
 fcl's rounds are timed by the engine (`wall_s` of each round record), its evaluation by wrapping
@@ -46,7 +47,9 @@ Ratios are fcl / Flower of the same repetition, then the median over repetitions
 
 Targets, on a CPU with native bf16: fcl's evaluation >= 1.2x Flower's images/s (the fast path,
 one run with all threads: the layout of Flower's server-side evaluation), and the fast path,
-evaluation included, >= 2.5x Flower's whole-run samples/s as `--parallel` runs of one thread.
+evaluation included, >= 2.5x Flower's whole-run samples/s as `--parallel` runs of one thread
+(eager, and compiled with `run.compile=auto`); on every CPU, fp32 at its defaults >= 1.3x
+Flower's whole run as runs of one thread.
 On a CPU without native bf16 the fast path computes in fp32 and the script says so beside the
 verdict. `--smoke` runs the whole pipeline at toy size (a generated CIFAR-10 of random images, 2
 clients of 20 images, 2 rounds, 20 test images): a check that everything runs, not a measurement.
@@ -77,12 +80,18 @@ FCL_MODES = {"fp32": {"run.precision": "fp32", "run.channels_last": "false",
              "fp32-defaults": {"run.precision": "fp32", "run.channels_last": "auto",
                                "eval.batch_size": "auto"},
              "fast": {"run.precision": "auto", "run.channels_last": "auto",
-                      "eval.batch_size": "auto"}}
+                      "eval.batch_size": "auto"},
+             # the fast path with run.compile=auto (fcl/compile_policy.py): inductor where the
+             # model and the run are large enough; its compile is paid in the counted rounds
+             # too (evaluation's graph in the last one), from the node's cache where warm
+             "fast-compiled": {"run.precision": "auto", "run.channels_last": "auto",
+                               "eval.batch_size": "auto", "run.compile": "auto"}}
 VARIANTS = ["flower", *FCL_MODES, *(f"{m}-par" for m in FCL_MODES)]
 SMOKE = {"rounds": 2, "data.num_clients": 2, "participation.fraction": 1.0,
          "data.train_per_class": 4, "data.test_per_class": 2}
 TARGET_EVAL = 1.2        # fcl fast (1 run x all threads) / Flower, evaluation images/s
 TARGET_WHOLE = 2.5       # fcl fast (K runs x 1 thread) / Flower, whole-run samples/s
+TARGET_FP32 = 1.3        # fcl fp32 defaults (K runs x 1 thread) / Flower, whole-run samples/s
 
 
 def flwr_missing() -> str | None:
@@ -474,7 +483,7 @@ def variant_plan(args, sets: dict) -> dict[str, tuple[str, list[dict]]]:
 
 def variant_labels(args) -> dict[str, str]:
     names = {"fp32": "fcl fp32 (eval batch 1024)", "fp32-defaults": "fcl fp32 defaults",
-             "fast": "fcl fast path"}
+             "fast": "fcl fast path", "fast-compiled": "fcl fast path, run.compile=auto"}
     return {"flower": f"Flower, {args.actors} actors x 1 thread",
             **{m: f"{n}, 1 run x {args.threads} threads" for m, n in names.items()},
             **{f"{m}-par": f"{n}, {args.parallel} runs x 1 thread" for m, n in names.items()}}
@@ -528,7 +537,11 @@ def report(args, reps: dict, label: dict, bf16: bool) -> None:
     for name, v, key, goal in (("fcl evaluation / Flower's, images/s (fast path, 1 run)", "fast",
                                 "eval", TARGET_EVAL),
                                ("fast path / Flower, whole run, runs of 1 thread", "fast-par",
-                                "whole", TARGET_WHOLE)):
+                                "whole", TARGET_WHOLE),
+                               ("fast path compiled / Flower, whole run, runs of 1 thread",
+                                "fast-compiled-par", "whole", TARGET_WHOLE),
+                               ("fp32 defaults / Flower, whole run, runs of 1 thread",
+                                "fp32-defaults-par", "whole", TARGET_FP32)):
         if v not in ratio:
             print(f"| {name} | >= {goal} | - | not measured (variant {v} or flower not run) |")
             continue

@@ -35,7 +35,12 @@ WORKLOADS = {
     "resnet8-lora32": ("flocora-cifar10-local", {"model.backbone": "resnet8",
                                                  "model.adapter": "lora",
                                                  "model.lora_rank": 32}),
+    # compile_step.py's too: FLoCoRA's presets as their studies run them (LoRA r 32)
+    "width16-lora32": ("flocora-cifar10-local", {}),
+    "lowrank-lora32": ("flocora-cifar10-lowrank", {}),
+    "lowrank-full": ("flocora-cifar10-lowrank", {"model.adapter": "full"}),
 }
+ROOFLINE_WORKLOADS = ("nettailor", "resnet8-full", "resnet8-lora32")
 EVAL_BATCH = 512
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -97,7 +102,8 @@ def counted_flops(fn) -> int:
     return counter.get_total_flops()
 
 
-def rows(threads: list[int], modes: list[str], layouts: list[str], reps: int) -> list[tuple]:
+def rows(threads: list[int], modes: list[str], layouts: list[str], reps: int,
+         workloads: list[str]) -> list[tuple]:
     """(kernel or step, precision, threads, GFLOP/s, % of the best kernel at that precision
     and thread count)."""
     out = []
@@ -107,7 +113,7 @@ def rows(threads: list[int], modes: list[str], layouts: list[str], reps: int) ->
             peak = attainable(mode, reps)
             top = max(peak.values())
             out += [(kernel, mode, t, gf, 100 * gf / top) for kernel, gf in peak.items()]
-            for name in WORKLOADS:
+            for name in workloads:
                 for layout in layouts:
                     steps = workload_steps(name, mode, layout)
                     for phase, fn in zip(("train", "eval"), steps):
@@ -122,12 +128,14 @@ def main() -> None:
     p.add_argument("--modes", nargs="+", choices=list(DTYPES), default=list(DTYPES))
     p.add_argument("--layouts", nargs="+", choices=("nchw", "nhwc"), default=["nchw", "nhwc"])
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--workloads", nargs="+", choices=list(WORKLOADS),
+                   default=list(ROOFLINE_WORKLOADS))
     args = p.parse_args()
     print(describe_machine("cpu"))
     print("| kernel or step | precision | threads | GFLOP/s | % of attainable |")
     print("|---|---|---|---|---|")
     for kernel, mode, t, gf, share in rows(sorted(set(args.threads)), args.modes,
-                                               args.layouts, args.reps):
+                                               args.layouts, args.reps, args.workloads):
         print(f"| {kernel} | {mode} | {t} | {gf:.1f} | {share:.0f}% |")
 
 

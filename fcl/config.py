@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from fcl.config_error import ConfigError, one_line  # noqa: F401  (re-exported)
 from fcl.config_fields import (BETA, BOOL_OR_AUTO, POSITIVE, PROBABILITY, check_value,
                                did_you_mean, opt, parse_field)  # did_you_mean: re-exported
+from fcl.config_runtime import RuntimeConfig
 from fcl.config_sections import BACKBONES, DataConfig, ModelConfig  # noqa: F401  (re-exported)
 from fcl.methods import registry
 
@@ -106,37 +107,6 @@ class EvalConfig:
                              "activation fits 8 MiB, e.g. 32 for ResNet-8)",
                           check=lambda v: v >= 0,
                           allowed="auto or a positive integer", aliases={"auto": 0})
-
-
-@dataclass(frozen=True)
-class RuntimeConfig:
-    device: str = opt("auto", "compute device (auto: cuda when available)",
-                      choices=("auto", "cpu", "cuda"))
-    threads: int = opt(0, "torch CPU threads (0 = leave torch's default)",
-                       check=lambda v: 0 <= v <= 1024, allowed="0 <= n <= 1024")
-    precision: str = opt("auto", "forward passes of local training and evaluation: fp32, "
-                                 "bf16 autocast (weights, gradients, server state and messages "
-                                 "stay float32), or auto = bf16 where the device has native "
-                                 "bfloat16 kernels (a CPU with AVX512-BF16 or AMX, a CUDA GPU "
-                                 "that supports it), else fp32",
-                         choices=("fp32", "bf16", "auto"))
-    channels_last: str = opt("auto", "images and 4-D weights in channels_last (NHWC) memory "
-                                      "format (same values, other convolution kernels): true, "
-                                      "false, or auto = NHWC on an AVX-512 CPU and on a CUDA "
-                                      "GPU, NCHW on other CPUs", **BOOL_OR_AUTO)
-    client_batching: str = opt("false", "clients of the same task in the same round train "
-                                        "together in one vmapped step (torch.func), falling "
-                                        "back to one by one where they cannot (fcl/federated/"
-                                        "batched_clients.py): true, false, or auto = on a CUDA "
-                                        "GPU, off on a CPU",
-                               **BOOL_OR_AUTO)
-    divergence_loss: float = opt(1e3, "the run is flagged diverged (summary: diverged, "
-                                      "diverged_round) once a round's mean training loss "
-                                      "passes this bound or is not finite, or a server state "
-                                      "is not finite; it still runs to its last round "
-                                      "(cross-entropy starts near ln C, below 7 for 1000 "
-                                      "classes; 0 = no loss bound, non-finite values only)",
-                                 check=lambda v: 0 <= v <= 1e30, allowed="0 <= bound <= 1e30")
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ class RunSummary(Record):
     precision: str
     layout: str            # memory format the convolutions ran in: nchw or nhwc
     batched_clients: bool  # whether clients of a task trained in one vmapped step
+    compiled: bool = False     # whether the model's forward ran torch.compile'd (run.compile)
     diverged: bool = False     # the loss or a server state blew up (run.divergence_loss)
     diverged_round: int = -1   # the first such round, -1: none
 

@@ -105,7 +105,8 @@ WERE_BOOLS = bool_or_auto_keys()
 # stored trial (whose config lacks them) keeps its id. A method's own keys are among them unless
 # every stored trial id holds them (`Method.keys_always_hashed`: NetTailor's and LoRA's), so a
 # method added later changes no stored id.
-CORE_ADDED_KEYS = ("run.divergence_loss", "compression.prune", "compression.prune_server")
+CORE_ADDED_KEYS = ("run.divergence_loss", "compression.prune", "compression.prune_server",
+                   "run.compile")
 
 
 def added_keys() -> tuple[str, ...]:
@@ -120,12 +121,12 @@ def config_hash(cfg: RunConfig) -> str:
     """12 hex digits of the whole config: a trial's id, stable across reruns (a method that
     had another name when its trials were stored hashes under that one, `Method.hashed_as`)."""
     flat = cfg.to_flat()
-    for key in WERE_BOOLS:
-        if flat[key] in ("true", "false"):
-            flat[key] = flat[key] == "true"
     for key in added_keys():
         if flat[key] == DEFAULTS[key]:
             del flat[key]
+    for key in WERE_BOOLS:
+        if flat.get(key) in ("true", "false"):
+            flat[key] = flat[key] == "true"
     flat["model.adapter"] = method(cfg.model.adapter).hashed_as or cfg.model.adapter
     text = json.dumps(flat, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()

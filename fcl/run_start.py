@@ -1,7 +1,8 @@
 """A run's start (`start`): everything its config decides resolved once into a `Plan`
 (`build_plan`: schedule, server optimizer, client algorithm, codec, aggregation, evaluation
-rounds, the compute mode's batch and layout), and the state its first round runs from
-(`initial_state`, or a checkpoint moved to the run's device). `fcl.engine` runs the rounds."""
+rounds, the compute mode's batch and layout, whether the forward is compiled), and the state
+its first round runs from (`initial_state`, or a checkpoint moved to the run's device).
+`fcl.engine` runs the rounds."""
 from __future__ import annotations
 
 import contextlib
@@ -14,6 +15,7 @@ import torch
 from torch import nn
 
 from fcl.communication import full_model_nbytes
+from fcl.compile_policy import compile_forward_, resolve_compile
 from fcl.compute_mode import (ComputeMode, eval_batch_size, eval_channels_last,
                                largest_activation_bytes, resolve_client_batching)
 from fcl.config import RunConfig
@@ -41,6 +43,9 @@ def build_plan(cfg: RunConfig, model: nn.Module, data: FederatedData,
     forward = compute.forward_context if compute is not None else contextlib.nullcontext
     device = compute.device if compute is not None else torch.device("cpu")
     own = method(cfg.model.adapter)
+    batched = own.round is None and (
+        compute.client_batching if compute is not None else
+        resolve_client_batching(cfg.run.client_batching, device))
     return Plan(
         cfg=cfg, trainer=Trainer(model, data, cfg.client, forward),
         names=[TaskNames(trainable_names(m), buffer_names(m)) for m in model.tasks],
@@ -54,9 +59,7 @@ def build_plan(cfg: RunConfig, model: nn.Module, data: FederatedData,
         full_nbytes=[full_model_nbytes(model.backbone, n) for n in data.classes_per_task()],
         device=str(device), precision=compute.precision if compute is not None else "fp32",
         layout=compute.layout if compute is not None else "nchw",
-        batched_clients=own.round is None and (
-            compute.client_batching if compute is not None else
-            resolve_client_batching(cfg.run.client_batching, device)),
+        batched_clients=batched, compiled=resolve_compile(cfg, model, data, batched),
         eval_batch=eval_batch_size(cfg.eval.batch_size, device,
                                    lambda: model_activation_bytes(model, data)),
         eval_channels_last=eval_channels_last(bool(compute and compute.channels_last),
@@ -120,6 +123,8 @@ def start(cfg: RunConfig, data: FederatedData | None = None,
     if model is None:
         model = build_model(cfg.model, data.image_shape, data.classes_per_task(), cfg.seed)
     plan = build_plan(cfg, compute.model(model), data, compute)
+    if plan.compiled:
+        compile_forward_(plan.model, data.num_tasks)
     state = to_device(resume or initial_state(plan), compute.device)
     for t, ts in enumerate(state.tasks):
         load_state_(plan.model.tasks[t], plan.codec.served({**ts.params, **ts.buffers}))

@@ -239,6 +239,23 @@ def test_flocora_fig2_lines_per_alpha_ratio_and_a_fedavg_band(study_results, tmp
     assert (produced.data["model.adapter"] == "full").sum() == 1
 
 
+def test_flocora_fig2_pairs_each_lora_setting_with_fedavg_of_the_same_seed(study_results,
+                                                                           tmp_path):
+    study = load_study(study_results, "flocora_rank_alpha")
+    produced = flocora.fig2_flocora(study, tmp_path)
+    pairs = produced.data[produced.data["model.adapter"] == "lora - full"]
+    t = study.trials
+    fedavg = t[t["model.adapter"] == "full"].set_index("seed")["acc"]
+    assert len(pairs) == len(t[t["model.adapter"] == "lora"].groupby(
+        ["model.lora_rank", "model.lora_alpha"]))
+    for _, row in pairs.iterrows():
+        alpha = row["alpha_ratio"] * row["model.lora_rank"]
+        own = t[(t["model.adapter"] == "lora") & (t["model.lora_rank"] == row["model.lora_rank"])
+                & (t["model.lora_alpha"] == alpha)].set_index("seed")["acc"]
+        diff = (own - fedavg).dropna()
+        assert row["d_acc"] == pytest.approx(diff.mean()) and row["d_n"] == len(diff)
+
+
 def test_missing_studies_are_skipped_with_one_line_each(study_results, tmp_path, capsys):
     results = tmp_path / "results"
     shutil.copytree(study_results / "ablation_lr", results / "ablation_lr")

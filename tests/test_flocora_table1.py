@@ -49,3 +49,26 @@ def test_a_bad_rank_is_one_line_and_writes_nothing(tmp_path, capsys):
     assert main(["--ranks", "0", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == "error: --ranks=0: not a rank; allowed: integers >= 1\n"
     assert not list(tmp_path.iterdir())
+
+
+def test_the_low_rank_regimes_model_is_counted_by_hand_too(tmp_path):
+    """resnet_tiny at width 64 (64-128-256, one block a stage, each stride 2 with a 1x1
+    shortcut): convs sum (I k^2 + O) = 91 (stem) + 640 + 640 + 128 + 704 + 1,280 + 192 + 1,408
+    + 2,560 + 384 = 8,027; norms 2 x (64 + 3 x 64 + 3 x 128 + 3 x 256) = 2,816; FC 2,570. The
+    whole model: conv weights 1,226,432 + norms + FC = 1,231,818."""
+    assert main(["--preset", "flocora-cifar10-lowrank", "--ranks", "32",
+                 "--out", str(tmp_path)]) == 0
+    df = table_rows((32,), "flocora-cifar10-lowrank").set_index("r")
+    assert df.loc[0, "trainable"] == 1_231_818
+    assert df.loc[32, "trainable"] == 8_027 * 32 + 2_816 + 2_570
+    assert df.loc[32, "ratio_vs_full"] == pytest.approx(1_231_818 / 262_250)   # 4.70x
+    assert "| resnet_tiny width 64 | 32 | 262,250 (0.26M)" in \
+        (tmp_path / "flocora_table1.md").read_text()
+
+
+def test_a_preset_without_lora_is_one_line_and_writes_nothing(tmp_path, capsys):
+    assert main(["--preset", "cifar10-local", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --preset=cifar10-local: not a LoRA preset; allowed: ")
+    assert "flocora-cifar10-lowrank" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())

@@ -5,7 +5,9 @@ model), `model.lora_rank`, `model.lora_alpha`, `compression.bits` (32 = full pre
 
 How the paper is read:
 - Fig. 2 "accuracy vs rank for alpha = 2r and 16r vs FedAvg": final ACC against r for each ratio
-  alpha / r the study holds; non-LoRA trials are drawn as horizontal bands (mean +- 95% CI).
+  alpha / r the study holds; non-LoRA trials are drawn as horizontal bands (mean +- 95% CI); and,
+  where the study ran FedAvg, a row below of each setting's ACC minus FedAvg's of the same seed
+  (paired 95% t-interval), the comparison the paper's claim makes.
 - Fig. 3 "accuracy over rounds, FedAvg, FP and quantized": the mean accuracy over tasks at every
   evaluated round, one curve per adapter x bit width, one panel per payload; the full-precision
   run (the same run for both payloads) is drawn in each, and so is full-model FedAvg (black,
@@ -22,12 +24,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.curves import VALUE_RANGE, clip_axis, curve_stats, draw_band, panels, tag
 from analysis.figures.files import Produced, markdown_table, mean_pm, save_figure, save_table
 from analysis.labels import adapter_label, bits_label, over_seeds
+from analysis.paired import paired
 from analysis.seed_stats import per_trial_round, seed_summary
 from analysis.study_tables import Study, fmt_value, require
 
@@ -37,41 +41,82 @@ PAYLOAD = "compression.payload"      # values (the paper) or delta: a column of 
 
 
 def fig2_flocora(study: Study, out: Path) -> Produced:
-    """Final accuracy against LoRA rank, one line per alpha / r, baselines as bands."""
+    """Final accuracy against LoRA rank, one line per alpha / r, baselines as bands (top row);
+    below, where the study holds full-model FedAvg, each LoRA setting's ACC minus FedAvg's of
+    the same seed with its paired 95% t-interval (the seed spread every setting shares cancels:
+    the top row's unpaired bands overstate how uncertain a comparison with FedAvg is)."""
     trials = study.trials
     require(trials, LORA_KEYS, "flocora_fig2: trials.parquet")
     trials = trials.assign(alpha_ratio=trials["model.lora_alpha"] / trials["model.lora_rank"])
     axes = ("model.adapter", "model.lora_rank", "model.lora_alpha", "alpha_ratio")
     facets = study.facets(trials, axes)
-    fig, axs = panels(len(facets), width=5.5)
+    has_fedavg = bool((trials["model.adapter"] == "full").any())
+    fig, grid = plt.subplots(1 + has_fedavg, len(facets), figsize=(5.5 * len(facets),
+                             3.6 * (1 + has_fedavg)), squeeze=False)
     summaries = []
-    for ax, (title, df) in zip(axs, facets):
-        on = df["model.adapter"] == "lora"
-        stats = seed_summary(df[on], ["alpha_ratio", "model.lora_rank"], "acc")
-        for ratio, s in stats.groupby("alpha_ratio"):
-            ax.errorbar(s["model.lora_rank"], s["mean"], yerr=s["ci95"].fillna(0), marker="o",
-                        capsize=3, label=f"FLoCoRA α={fmt_value(ratio)}r")
-        summaries.append(tag(stats.assign(**{"model.adapter": "lora"}), title))
-        base = seed_summary(df[~on], ["model.adapter"], "acc")
-        for _, b in base.iterrows():
-            line = ax.axhline(b["mean"], linestyle="--", color="black",
-                              label=f"{adapter_label(b['model.adapter'])} "
-                                    f"({b['model.adapter']})")
-            ci = 0 if math.isnan(b["ci95"]) else b["ci95"]
-            ax.axhspan(b["mean"] - ci, b["mean"] + ci, color=line.get_color(), alpha=0.1)
-        summaries.append(tag(base, title))
-        if on.any():
-            ranks = sorted(df.loc[on, "model.lora_rank"].unique())
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(ranks, [fmt_value(r) for r in ranks])
-            ax.minorticks_off()
-        ax.set(xlabel="LoRA rank r", ylabel="ACC (%)", title=title)
-        ax.legend(fontsize=8)
+    for col, (title, df) in enumerate(facets):
+        ax = grid[0][col]
+        summaries += _draw_fig2_acc(ax, df, title)
+        if has_fedavg:
+            summaries += _draw_fig2_paired(grid[1][col], df, title, study.settings)
     data = pd.concat(summaries, ignore_index=True)
     fig.suptitle(f"FLoCoRA Fig. 2: accuracy vs rank ({study.name}; "
-                 f"{over_seeds(data['n'], 'and 95% CI')})")
+                 f"{over_seeds(data['n'].dropna(), 'and 95% CI')})")
     paths = save_figure(fig, out, "flocora_fig2", study.provenance)
     return Produced(paths, data)
+
+
+def _rank_axis(ax, df: pd.DataFrame) -> None:
+    ranks = sorted(df.loc[df["model.adapter"] == "lora", "model.lora_rank"].unique())
+    if ranks:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ranks, [fmt_value(r) for r in ranks])
+        ax.minorticks_off()
+
+
+def _draw_fig2_acc(ax, df: pd.DataFrame, title: str) -> list[pd.DataFrame]:
+    """ACC against rank per alpha / r (mean, unpaired 95% CI), other adapters as bands."""
+    on = df["model.adapter"] == "lora"
+    stats = seed_summary(df[on], ["alpha_ratio", "model.lora_rank"], "acc")
+    for ratio, s in stats.groupby("alpha_ratio"):
+        ax.errorbar(s["model.lora_rank"], s["mean"], yerr=s["ci95"].fillna(0), marker="o",
+                    capsize=3, label=f"FLoCoRA α={fmt_value(ratio)}r")
+    base = seed_summary(df[~on], ["model.adapter"], "acc")
+    for _, b in base.iterrows():
+        line = ax.axhline(b["mean"], linestyle="--", color="black",
+                          label=f"{adapter_label(b['model.adapter'])} ({b['model.adapter']})")
+        ci = 0 if math.isnan(b["ci95"]) else b["ci95"]
+        ax.axhspan(b["mean"] - ci, b["mean"] + ci, color=line.get_color(), alpha=0.1)
+    _rank_axis(ax, df)
+    ax.set(xlabel="LoRA rank r", ylabel="ACC (%)", title=title)
+    ax.legend(fontsize=8)
+    return [tag(stats.assign(**{"model.adapter": "lora"}), title), tag(base, title)]
+
+
+def _draw_fig2_paired(ax, df: pd.DataFrame, title: str, keys: tuple[str, ...]
+                      ) -> list[pd.DataFrame]:
+    """ACC minus FedAvg's of the same seed per rank and alpha / r, paired 95% t-interval."""
+    lora = df[df["model.adapter"].isin(("lora", "full"))]
+    if not (lora["model.adapter"] == "full").any():
+        ax.set_visible(False)
+        return []
+    diff = paired(lora, {"model.adapter": "full"}, ["acc"],
+                  tuple(k for k in keys if k in lora))
+    diff = diff[diff["model.adapter"] == "lora"].assign(
+        alpha_ratio=lambda d: d["model.lora_alpha"] / d["model.lora_rank"])
+    for ratio, s in diff.sort_values("model.lora_rank").groupby("alpha_ratio"):
+        ci = s["acc ci95"].where(s["acc n"] >= 2).fillna(0)
+        ax.errorbar(s["model.lora_rank"], s["acc diff"], yerr=ci, marker="o", capsize=3,
+                    label=f"FLoCoRA α={fmt_value(ratio)}r")
+    ax.axhline(0.0, color="black", linestyle="--", linewidth=0.8,
+               label="FedAvg (full), the same seed")
+    _rank_axis(ax, df)
+    ax.set(xlabel="LoRA rank r", ylabel="ACC - FedAvg's, same seed (points)",
+           title=f"{title}{', ' if title else ''}paired 95% CI")
+    ax.legend(fontsize=8)
+    table = diff.rename(columns={"acc diff": "d_acc", "acc ci95": "d_ci95", "acc n": "d_n"})
+    return [tag(table[["alpha_ratio", "model.lora_rank", "d_acc", "d_ci95", "d_n"]]
+                .assign(**{"model.adapter": "lora - full"}), title)]
 
 
 def _config_label(key: tuple) -> str:

@@ -13,7 +13,7 @@ import torch
 from fcl.seeding import generator
 
 if TYPE_CHECKING:
-    from fcl.config import ParticipationConfig
+    from fcl.config import ParticipationConfig, RunConfig
 
 
 @dataclass(frozen=True)
@@ -34,3 +34,13 @@ def participation(round_: int, num_clients: int, cfg: ParticipationConfig, seed:
 def num_sampled(fraction: float, num_clients: int) -> int:
     """fraction x N rounded half up (0.5 x 5 -> 3; Python's round() gives 2), at least one."""
     return max(1, math.floor(fraction * num_clients + 0.5))
+
+
+def training_samples(cfg: RunConfig, train_images_per_task: float) -> float:
+    """Expected samples a run trains on: R rounds x sampled clients x (1 - straggler
+    probability) x K epochs x a client's shard (the task's images / N)."""
+    n = cfg.data.num_clients
+    sampled = num_sampled(cfg.participation.fraction, n)
+    shard = train_images_per_task / n
+    return (cfg.rounds * sampled * (1 - cfg.participation.straggler_prob)
+            * cfg.client.local_epochs * shard)

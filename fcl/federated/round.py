@@ -94,6 +94,7 @@ class Plan:
     precision: str = "fp32"
     layout: str = "nchw"             # run.channels_last resolved: nhwc or nchw
     batched_clients: bool = False    # run.client_batching resolved
+    compiled: bool = False           # run.compile resolved (fcl.compile_policy)
     eval_batch: int = 1024           # eval.batch_size resolved for the device (auto: 0)
     eval_channels_last: bool = False  # evaluation batches in NHWC (compute_mode)
     method: RoundMethod | None = None  # a method with its own round (None: task modules)

@@ -12,7 +12,7 @@ from fcl.config import RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset
 from fcl.tune import cluster, nodes, schedulers, space as spaces
 from fcl.tune.plan import StudyPlan
-from fcl.federated.participation import num_sampled
+from fcl.federated.participation import training_samples
 from fcl.tune.data_sharing import dataset_key
 from fcl.tune.space import Space, describe_value, grid_points
 from fcl.tune.study import StudyOutcome
@@ -24,16 +24,6 @@ from fcl.tune.study import StudyOutcome
 # hardly notice it.
 RUN_FIXED_S = 1.0
 
-
-
-def training_samples(cfg: RunConfig, train_images_per_task: float) -> float:
-    """Expected samples a run trains on: R rounds x sampled clients x (1 - straggler
-    probability) x K epochs x a client's shard (the task's images / N)."""
-    n = cfg.data.num_clients
-    sampled = num_sampled(cfg.participation.fraction, n)
-    shard = train_images_per_task / n
-    return (cfg.rounds * sampled * (1 - cfg.participation.straggler_prob)
-            * cfg.client.local_epochs * shard)
 
 def cpu_seconds(samples: float, runs: float, rate: float) -> float:
     """Seconds that `runs` seed runs training `samples` in all take on CPU, one at a time, at
