@@ -177,7 +177,8 @@ def fcl_worker(spec: dict) -> dict:
         time.sleep(0.005)
     res = engine.run(cfg, on_round=on_round, data=data)
     return {"rounds": rounds, "evals": evals, "precision": res.summary.precision,
-            "layout": res.summary.layout, "threads": torch.get_num_threads()}
+            "layout": res.summary.layout, "compiled": res.summary.compiled,
+            "threads": torch.get_num_threads()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +389,7 @@ def measure(results: list[dict]) -> dict:
     e0 = first["evals"][0]
     return {"train": train, "eval": evals, "whole": samples / (max(ends) - min(starts)),
             "samples": samples, "precision": first["precision"], "layout": first["layout"],
+            "compiled": bool(first.get("compiled")),
             "eval_batch": e0["batch"], "eval_nhwc": e0["nhwc"], "threads": first["threads"]}
 
 
@@ -492,7 +494,7 @@ def variant_labels(args) -> dict[str, str]:
 def run_repetitions(args, plan: dict, label: dict, folder: Path, log) -> dict[str, list[dict]]:
     """Every variant once per repetition, interleaved, each measured and printed as a row."""
     reps: dict[str, list[dict]] = {v: [] for v in args.variants}
-    print("\n| rep | variant | precision, layout, eval batch | train samples/s | "
+    print("\n| rep | variant | precision, layout (compiled), eval batch | train samples/s | "
           "eval images/s | whole-run samples/s | wall (s) | load |\n|---|---|---|---|---|---"
           "|---|---|", flush=True)
     for rep in range(args.repetitions):
@@ -502,8 +504,8 @@ def run_repetitions(args, plan: dict, label: dict, folder: Path, log) -> dict[st
             m = measure(run_processes(kind, specs, folder, log))
             reps[v].append(m)
             print(f"| {rep + 1} | {label[v]} | {m['precision']}, {m['layout']}"
-                  f"{' (NHWC eval)' if m['eval_nhwc'] and m['layout'] == 'nchw' else ''}, "
-                  f"{m['eval_batch']} | {m['train']:.1f} | {m['eval']:.1f} | {m['whole']:.1f}"
+                  f"{' (NHWC eval)' if m['eval_nhwc'] and m['layout'] == 'nchw' else ''}"
+                  f"{', compiled' if m['compiled'] else ''}, {m['eval_batch']} | {m['train']:.1f} | {m['eval']:.1f} | {m['whole']:.1f}"
                   f" | {time.perf_counter() - t0:.0f} | {os.getloadavg()[0]:.1f} |",
                   flush=True)
     return reps

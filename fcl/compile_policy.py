@@ -8,14 +8,14 @@ by default, under the node's temp folder) is shared by every trial of the node, 
 first trials pay the compile and later ones mostly load it.
 
 What that costs and gives was measured (`benchmarks/compile_step.py`, docs/benchmarks.md, "A
-compiled step": a 2-core AMD EPYC with native bf16, one thread a trial): 25-40 s a graph on an
-empty cache, 1-3 s on a warm one; steady-state steps 0.68-3.97x eager. Over a study, ResNet-8
-LoRA r 32 (about 560 TFLOP of training per graph) ran 1.01-1.27x faster compiled, NetTailor at
-width 16 (0.13 TFLOP a graph, 5 tasks) 0.37-1.16x. `auto` compiles where the model is large
-enough for inductor's steps to beat eager's and a graph's expected training work pays for its
-compile (`AUTO_MIN_FORWARD_FLOP`, `AUTO_MIN_TRAIN_FLOP`; the measured points around them:
-docs/benchmarks.md). Those bounds were measured on one CPU: on another, time
-`benchmarks/compile_step.py` and set `run.compile` by what it shows.
+compiled step": a 2-core AMD EPYC with native bf16, one thread a trial): 7-39 s a graph on an
+empty cache, under 3 s on a warm one; steady-state steps 0.68-3.97x eager. Over a study in bf16
+NHWC, ResNet-8 LoRA r 32 (about 560 TFLOP of training per graph) ran 1.17x faster compiled,
+FLoCoRA's width-64 models 1.03-1.15x, NetTailor and LoRA at width 16 0.37x and 0.86x. `auto`
+compiles where the model is large enough for inductor's steps to beat eager's and a graph's
+expected training work pays for its compile (`AUTO_MIN_FORWARD_FLOP`, `AUTO_MIN_TRAIN_FLOP`;
+the measured points around them: docs/benchmarks.md). Those bounds were measured on one CPU: on
+another, time `benchmarks/compile_step.py` and set `run.compile` by what it shows.
 
 Compiled arithmetic is not eager's (inductor fuses and reorders float operations), so a run's
 numbers move with the setting, as with `run.precision`; `false` is the default so that a stored

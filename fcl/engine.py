@@ -258,8 +258,8 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
         drift_mean=totals.drift_sum / totals.drift_rounds if totals.drift_rounds else math.nan,
         trainable_params_per_task=sum(t.numel() for t in state.tasks[0].params.values()),
         device=plan.device, precision=plan.precision, layout=plan.layout,
-        batched_clients=plan.batched_clients, compiled=plan.compiled, diverged=totals.diverged_round >= 0,
-        diverged_round=totals.diverged_round)
+        batched_clients=plan.batched_clients, compiled=plan.compiled,
+        diverged=totals.diverged_round >= 0, diverged_round=totals.diverged_round)
 
 def head_weights(trainable: list[str]) -> list[str]:
     """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""
