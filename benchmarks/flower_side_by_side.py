@@ -30,7 +30,7 @@ process:
   bf16 runs by default (`eval.batch_size=auto`: the device's evaluation batch).
 - fcl fast: `run.precision=auto run.channels_last=auto eval.batch_size=auto` (bf16 and NHWC
   where the CPU has native bf16 / AVX-512, fp32 and NCHW elsewhere; `fcl/compute_mode.py`).
-- fcl fast compiled: the same with `run.compile=auto` (`fcl/compile_policy.py`).
+- fcl fast compiled: the same with `run.compile=true` (`fcl/compile_policy.py`).
   Each fcl mode runs as one run with `--threads` threads and as `--parallel` runs of one thread
   at once (separate processes that start their rounds together): a study's layout.
 fcl's rounds are timed by the engine (`wall_s` of each round record), its evaluation by wrapping
@@ -48,7 +48,7 @@ Ratios are fcl / Flower of the same repetition, then the median over repetitions
 Targets, on a CPU with native bf16: fcl's evaluation >= 1.2x Flower's images/s (the fast path,
 one run with all threads: the layout of Flower's server-side evaluation), and the fast path,
 evaluation included, >= 2.5x Flower's whole-run samples/s as `--parallel` runs of one thread
-(eager, and compiled with `run.compile=auto`); on every CPU, fp32 at its defaults >= 1.3x
+(eager, and compiled); on every CPU, fp32 at its defaults >= 1.3x
 Flower's whole run as runs of one thread.
 On a CPU without native bf16 the fast path computes in fp32 and the script says so beside the
 verdict. `--smoke` runs the whole pipeline at toy size (a generated CIFAR-10 of random images, 2
@@ -81,11 +81,10 @@ FCL_MODES = {"fp32": {"run.precision": "fp32", "run.channels_last": "false",
                                "eval.batch_size": "auto"},
              "fast": {"run.precision": "auto", "run.channels_last": "auto",
                       "eval.batch_size": "auto"},
-             # the fast path with run.compile=auto (fcl/compile_policy.py): inductor where the
-             # model and the run are large enough; its compile is paid in the counted rounds
-             # too (evaluation's graph in the last one), from the node's cache where warm
+             # the fast path compiled (run.compile=true: auto leaves this 42-TFLOP run eager,
+             # fcl/compile_policy.py); evaluation's graph compiles in the last, counted round
              "fast-compiled": {"run.precision": "auto", "run.channels_last": "auto",
-                               "eval.batch_size": "auto", "run.compile": "auto"}}
+                               "eval.batch_size": "auto", "run.compile": "true"}}
 VARIANTS = ["flower", *FCL_MODES, *(f"{m}-par" for m in FCL_MODES)]
 SMOKE = {"rounds": 2, "data.num_clients": 2, "participation.fraction": 1.0,
          "data.train_per_class": 4, "data.test_per_class": 2}
@@ -485,7 +484,7 @@ def variant_plan(args, sets: dict) -> dict[str, tuple[str, list[dict]]]:
 
 def variant_labels(args) -> dict[str, str]:
     names = {"fp32": "fcl fp32 (eval batch 1024)", "fp32-defaults": "fcl fp32 defaults",
-             "fast": "fcl fast path", "fast-compiled": "fcl fast path, run.compile=auto"}
+             "fast": "fcl fast path", "fast-compiled": "fcl fast path compiled"}
     return {"flower": f"Flower, {args.actors} actors x 1 thread",
             **{m: f"{n}, 1 run x {args.threads} threads" for m, n in names.items()},
             **{f"{m}-par": f"{n}, {args.parallel} runs x 1 thread" for m, n in names.items()}}
