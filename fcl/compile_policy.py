@@ -62,13 +62,16 @@ def forward_flop_per_sample(model: nn.Module, data: FederatedData) -> int:
     return counter.get_total_flops()
 
 
-def train_flop_per_graph(cfg: RunConfig, model: nn.Module, data: FederatedData) -> float:
+def train_flop_per_graph(cfg: RunConfig, model: nn.Module, data: FederatedData,
+                         forward_flop: int | None = None) -> float:
     """Expected training FLOPs of one task's graph over the run: the forward's per sample x 3
-    x the samples the run is expected to train on (`training_samples`) / T."""
+    x the samples the run is expected to train on (`training_samples`) / T; `forward_flop`:
+    the forward's FLOPs a sample where already counted."""
     T = data.num_tasks
     images = sum(len(t.train_y) for t in data.tasks) / T
-    return (TRAIN_OVER_FORWARD * forward_flop_per_sample(model, data)
-            * training_samples(cfg, images) / T)
+    if forward_flop is None:
+        forward_flop = forward_flop_per_sample(model, data)
+    return TRAIN_OVER_FORWARD * forward_flop * training_samples(cfg, images) / T
 
 
 def resolve_compile(cfg: RunConfig, model: nn.Module, data: FederatedData,
@@ -81,9 +84,11 @@ def resolve_compile(cfg: RunConfig, model: nn.Module, data: FederatedData,
                           "or run.client_batching=false")
     if setting != "auto":
         return setting == "true"
-    return (not batched_clients
-            and forward_flop_per_sample(model, data) >= AUTO_MIN_FORWARD_FLOP
-            and train_flop_per_graph(cfg, model, data) >= AUTO_MIN_TRAIN_FLOP)
+    if batched_clients:
+        return False
+    forward = forward_flop_per_sample(model, data)      # one counted forward for both bounds
+    return (forward >= AUTO_MIN_FORWARD_FLOP
+            and train_flop_per_graph(cfg, model, data, forward) >= AUTO_MIN_TRAIN_FLOP)
 
 
 def compile_forward_(model: nn.Module, num_tasks: int) -> None:
