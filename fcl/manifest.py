@@ -15,6 +15,8 @@ varied, the preset and data set it ran on, the commit).
      "optuna_storage": null,   # a search given --optuna-storage: its URL (null: RESULTS/optuna.db)
      "extended": [],      # or, for a study run again with more seeds, one entry per part:
                           # {"seeds": [...], "trials": N, "fcl_git": ..., "command": ...}
+     "copied": [],        # or, with --copy-from, one entry per source study:
+                          # {"study": ..., "trials": N, "seeds": [...], "fcl_git": ...}
      "provenance": "",    # where fcl_git is `unknown`: the id it recorded and why it does
                           # not resolve (a dirty tree, a commit not on main; an extended
                           # part says the same of itself); `python -m analysis provenance`
@@ -69,6 +71,8 @@ class Manifest:
     provenance: str = ""           # why fcl_git is unknown: the id it recorded, and what it lost
     extended: tuple[dict[str, Any], ...] = ()  # parts of a study run with seeds added later
     optuna_storage: str | None = None          # --optuna-storage as given (None: the default)
+    copied: tuple[dict[str, Any], ...] = ()    # `--copy-from`: each source study, its trials
+    #                                            copied and its commit(s) (`fcl.tune.copies`)
     seeds_auto: dict[str, Any] | None = None   # `--seeds auto`: its rule, looks, verdicts and
     #                                            seeds per setting (`fcl.tune.auto_seeds`)
     schema_version: int = SCHEMA_VERSION
@@ -99,7 +103,7 @@ class Manifest:
             raise TypeError(f"{kind}, not an object")
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in d.items() if k in names}
-        for key in ("varying", "seeds", "extended"):
+        for key in ("varying", "seeds", "extended", "copied"):
             known[key] = tuple(known.get(key, ()))
         return cls(**known)
 

@@ -135,6 +135,10 @@ def build_parser(study: Study, command: tuple[str, ...] | None = None
                         "viz), mlflow ($MLFLOW_TRACKING_URI, default RESULTS/mlflow.db), wandb")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override base config keys (see `fcl run --help`)")
+    p.add_argument("--copy-from", nargs="+", action="extend", default=[], metavar="STUDY",
+                   help="copy the trials these studies in RESULTS already stored with the same "
+                        "config and seed (the trial id) instead of running them again; each "
+                        "copied row names its study in `copied_from` (fcl.tune.copies)")
     p.add_argument("--save-models", action="store_true",
                    help="keep the trained model of every finished row in "
                         "RESULTS/STUDY/models/TRIAL_ID (read with fcl.load_model)")
@@ -219,7 +223,7 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None,
             num_samples=args.num_samples, max_concurrent=args.max_concurrent,
             resume=args.resume or args.retry_errored, fresh=args.fresh, dry_run=args.dry_run,
             retry_errored=args.retry_errored, callbacks=tuple(args.callback),
-            save_models=args.save_models,
+            save_models=args.save_models, copy_from=tuple(args.copy_from),
             command=shlex.join([*(command or script_command(study)),
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),

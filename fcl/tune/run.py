@@ -26,7 +26,7 @@ from fcl.config import ConfigError, with_overrides
 from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
-from fcl.tune import (checkpoints, cluster, disk_full, export, extend, locations, nodes,
+from fcl.tune import (checkpoints, copies, cluster, disk_full, export, extend, locations, nodes,
                       progress, state as states, stop_request, termination, waits)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
@@ -60,6 +60,8 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
                   file=sys.stderr)
         opts = states.resolve_optuna_storage(study.name, study.searcher, opts)
         plan = plan_study(study, opts)
+        copies.check_sources(opts.results, opts.copy_from, study.name, study.searcher,
+                             opts.num_samples)
         if plan.address is None and not ray.is_initialized():   # before a local Ray starts
             plan.resources(cluster.local_resources(), False)
         # a cluster is joined, and checked, before the state is claimed (--fresh discards it)
@@ -111,6 +113,9 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
                                                                                     res.gpus)
         part = stored_part(plan)
         tune_plan = replace(plan, space=extend.missing_space(plan.space, part)) if part else plan
+        copied = stored_copies(tune_plan)
+        if copied is not None:
+            tune_plan = replace(tune_plan, space=copied.space_left)
         grid, interrupted = fit(tune_plan, state, res, out, table, watch, t0, plan.manifest())
         if no_node := stop_request.stops(stop_request.NO_NODE):
             raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", no_node[0].detail,
@@ -128,7 +133,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         try:
             with progress.deferred_sigterm() as terminated:
                 outcome = export_study(plan, grid, interrupted, time.perf_counter() - t0, out,
-                                       part)
+                                       part, copied)
             if outcome.paths:
                 termination.exported()
             if terminated() and not outcome.interrupted:
@@ -206,25 +211,44 @@ def stored_part(plan: StudyPlan) -> extend.StoredPart | None:
                               plan.space, plan.cfg)
 
 
+def stored_copies(plan: StudyPlan) -> copies.Copies | None:
+    """The trials of `plan.space` that the `--copy-from` studies already stored
+    (`fcl.tune.copies`); None without the flag or where they hold none."""
+    if not plan.opts.copy_from:
+        return None
+    return copies.find_copies(plan.opts.results, plan.opts.copy_from, plan.name, plan.cfg,
+                              plan.space, plan.study.searcher, plan.opts.num_samples)
+
+
 def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: TextIO,
-                 part: extend.StoredPart | None = None) -> StudyOutcome:
+                 part: extend.StoredPart | None = None,
+                 copied: copies.Copies | None = None) -> StudyOutcome:
     """The study's Parquet from the trials' last checkpoints, then its manifest (both held
     back if `interrupted` names a signal: they wait for the study to complete, with
-    --resume). With a stored `part`, the whole study: its rows and the new trials'."""
+    --resume). With a stored `part`, the whole study: its rows and the new trials'; with
+    `copied`, the rows copied from other studies among the new ones."""
     trials, unfinished = export.read_outcomes(grid, plan.cfg, plan.trial_seeds)
     keys = varying_keys(plan.space)
     frames = export.study_frames(plan.name, plan.opts.preset, trials, keys)
     manifest = plan.manifest()
+    ran = len(frames["trials"])
+    if copied is not None and not interrupted:
+        frames = extend.merged_frames(extend.StoredPart(manifest, copied.frames), frames, keys)
+        print(copied.line(ran), file=out)
+    if not interrupted:         # every part's copies, the stored parts' first
+        manifest = replace(manifest, copied=(part.manifest.copied if part else ())
+                           + (copied.record if copied else ()))
     if part is not None and not interrupted:
         added = len(frames["trials"])
         frames = extend.merged_frames(part, frames, keys)
         manifest = extend.extended_manifest(manifest, part, added)
         print(f"kept the {len(part.frames['trials'])} stored trials of seeds "
-              f"{extend.seed_range(part.seeds)}; ran {added} at seeds "
+              f"{extend.seed_range(part.seeds)}; ran {ran} at seeds "
               f"{extend.seed_range(tuple(manifest.extended[-1]['seeds']))}", file=out)
     df = frames["trials"]
     failed = int((df["status"] == ERROR).sum())
     stored = len(part.frames["trials"]) if part is not None and not interrupted else 0
+    stored += copied.trials if copied is not None and not interrupted else 0
     counts = (len(grid) + stored, len(df) - failed, failed, unfinished)
     if interrupted:
         outcome = StudyOutcome(counts[0], (), *counts[1:], wall_s, grid, frames, True,

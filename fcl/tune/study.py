@@ -66,6 +66,8 @@ class StudyOptions:
     wait_deadline: float = DEADLINE_S    # seconds a wait on a storage may last (fcl.tune.waits)
     seed_offsets: tuple[int, int] | None = None   # a grid's seeds: base seed + lo .. + hi - 1
     #                                              (a look of `--seeds auto`); None: `seeds`
+    copy_from: tuple[str, ...] = ()      # stored studies to copy identical trials from
+    #                                      (`fcl.tune.copies`)
 
 
 @dataclass(frozen=True)

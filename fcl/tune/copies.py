@@ -1,0 +1,160 @@
+"""Trials another study already stored, copied instead of run again (`--copy-from STUDY ...`).
+
+Studies of one paper share settings: FLoCoRA's Table IV runs FedAvg and LoRA at 32 / 8 / 4 / 2
+bits, which its Fig. 2 and Table III studies store at the same seeds. A trial's id is its whole
+config's hash (`fcl.results_io.config_hash`, the seed included), and a run is deterministic on
+one machine, so a stored trial with the id a planned trial would get is that trial's result:
+with `--copy-from`, a grid study takes those rows (trials, rounds, tasks) from the named studies
+of the same results folder and Tune runs only the rest. Each copied row keeps its values, its
+commit (`fcl_git`) and its timing; its `study` becomes this study's and `copied_from` names the
+study it came from; the manifest's `copied` lists each source with its trials, their seeds and its commit.
+
+Refused in one line: a source that is not a stored, intact study in the results folder; this
+study itself (seeds are added with `--seeds`); a search or `--num-samples` > 1 (no fixed trial
+ids); a trial two sources store with different ACC (then the machine or the code computed
+otherwise: run it instead); a plan with no trial left to run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+from fcl.config import ConfigError, RunConfig
+from fcl.manifest import ManifestError, read_manifest, verify
+from fcl.results_io import FILES, TERMINATED, config_hash
+from fcl.tune.space import Space, grid, grid_points, is_grid, resolve, trial_overrides
+
+FLAG = "--copy-from"
+AXIS = "trial"                 # the one axis of the space Tune runs when some trials are copied
+
+
+@dataclass(frozen=True)
+class Copies:
+    """The rows copied into a study, and the space of the trials left for Tune."""
+    frames: dict[str, pd.DataFrame]      # trials (with `copied_from`), rounds, tasks
+    record: tuple[dict, ...]             # the manifest's `copied`: study, trials, seeds, fcl_git
+    space_left: Space
+
+    @property
+    def trials(self) -> int:
+        return len(self.frames["trials"])
+
+    def line(self, ran: int) -> str:
+        sources = ", ".join(f"{r['study']} ({r['trials']})" for r in self.record)
+        n = self.trials
+        return (f"copied {n} trial{'s' * (n != 1)} stored by {sources}: the same config and "
+                f"seed; ran {ran}")
+
+
+def stored_studies(results: str) -> list[str]:
+    return sorted(d for d in os.listdir(results) if os.path.isfile(
+        os.path.join(results, d, "study.json"))) if os.path.isdir(results) else []
+
+
+def source_frames(results: str, name: str, own: str) -> tuple[dict[str, pd.DataFrame], str]:
+    """A source study's frames and commit(s), or a one-line refusal."""
+    stored = stored_studies(results)
+    if name == own:
+        raise ConfigError(FLAG, name, "is this study itself (add seeds to it with --seeds)",
+                          "another stored study: " + (", ".join(s for s in stored if s != own)
+                                                      or "none stored"))
+    folder = os.path.join(results, name)
+    try:
+        manifest = read_manifest(folder)
+    except ManifestError as e:
+        raise ConfigError(FLAG, name, str(e), "an intact stored study") from None
+    if manifest is None:
+        raise ConfigError(FLAG, name, f"no stored study in {results}",
+                          ", ".join(s for s in stored if s != own) or "none stored")
+    broken = verify(folder, manifest)
+    if broken:
+        raise ConfigError(FLAG, name, f"its files do not match its manifest: {broken[0]}",
+                          "an intact stored study")
+    return ({n: pd.read_parquet(os.path.join(folder, f"{n}.parquet")) for n in FILES},
+            manifest.commits)
+
+
+def check_sources(results: str, sources: tuple[str, ...], own: str, searcher: str | None,
+                  num_samples: int) -> None:
+    """What can be refused before the study claims its state: a search, repeated samples,
+    and each source (stored, intact, not this study)."""
+    if not sources:
+        return
+    check_kind(sources, searcher, num_samples)
+    for name in dict.fromkeys(sources):
+        source_frames(results, name, own)
+
+
+def check_kind(sources: tuple[str, ...], searcher: str | None, num_samples: int) -> None:
+    if searcher is not None:
+        raise ConfigError(FLAG, " ".join(sources), "a search draws its trials: they have no "
+                          "fixed ids to copy", "leave --copy-from out, or a grid study")
+    if num_samples != 1:
+        raise ConfigError(FLAG, " ".join(sources), f"--num-samples {num_samples} runs each "
+                          "config more than once", "--num-samples 1")
+
+
+def planned_ids(base: RunConfig, space: Space) -> dict[str, dict]:
+    """Each grid point Tune would run, by the id its trial gets."""
+    return {config_hash(resolve(base, p)): p for p in grid_points(space)}
+
+
+def find_copies(results: str, sources: tuple[str, ...], own: str, base: RunConfig,
+                space: Space, searcher: str | None, num_samples: int) -> Copies | None:
+    """The planned trials (`space` over `base`) that `sources` store, and what is left to run;
+    None when no source holds any of them."""
+    random = not all(is_grid(v) for v in space.values())
+    check_kind(sources, searcher or ("random draws" if random else None), num_samples)
+    planned = planned_ids(base, space)
+    chosen: dict[str, tuple[str, dict[str, pd.DataFrame], pd.Series]] = {}
+    record = []
+    for name in dict.fromkeys(sources):
+        frames, commits = source_frames(results, name, own)
+        trials = frames["trials"]
+        rows = trials[trials["trial_id"].isin(planned) & (trials["status"] == TERMINATED)]
+        taken: list[int] = []
+        for _, row in rows.iterrows():
+            tid = row["trial_id"]
+            if tid in chosen:
+                first, _, kept = chosen[tid]
+                if kept["acc"] != row["acc"]:
+                    raise ConfigError(FLAG, " ".join(sources), f"trial {tid} is stored by "
+                                      f"{first} (ACC {kept['acc']}) and {name} (ACC "
+                                      f"{row['acc']}): the same config computed otherwise",
+                                      "one of them, or leave --copy-from out to run it")
+                continue
+            chosen[tid] = (name, frames, row)
+            taken.append(int(row["seed"]))
+        if taken:
+            record.append({"study": name, "trials": len(taken),
+                           "seeds": sorted(set(taken)), "fcl_git": commits})
+    if not chosen:
+        return None
+    left = [p for tid, p in planned.items() if tid not in chosen]
+    if not left:
+        raise ConfigError(FLAG, " ".join(sources), f"every one of the {len(planned)} trials "
+                          "the plan runs is stored there: nothing is left to run",
+                          "fewer sources, or more seeds")
+    return Copies(copied_frames(chosen, own), tuple(record),
+                  {AXIS: grid(*(trial_overrides(p) for p in left))})
+
+
+def copied_frames(chosen: dict, own: str) -> dict[str, pd.DataFrame]:
+    """The chosen rows of every table, relabelled as this study's, each trial naming its
+    source in `copied_from`."""
+    out = {}
+    for name in FILES:
+        parts = []
+        for source in dict.fromkeys(src for src, _, _ in chosen.values()):
+            ids = [tid for tid, (src, _, _) in chosen.items() if src == source]
+            df = next(f for src, f, _ in chosen.values() if src == source)[name]
+            part = df[df["trial_id"].isin(ids)].copy()
+            if name == "trials":
+                part["copied_from"] = source
+            parts.append(part)
+        frame = pd.concat(parts, ignore_index=True)
+        frame["study"] = own
+        out[name] = frame
+    return out

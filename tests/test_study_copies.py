@@ -1,0 +1,117 @@
+"""Trials copied from another stored study (`--copy-from`, `fcl.tune.copies`), through real Ray
+Tune: Tune runs only the trials no source stores, the study's rows equal one run of all of them,
+each copied row keeps its source's values and names it; bad sources are refused in one line."""
+import json
+import os
+import shutil
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("ray")
+
+from fcl.config import ConfigError  # noqa: E402
+from fcl.manifest import read_manifest, write_manifest  # noqa: E402
+from fcl.tune import Study, StudyOptions, grid, run_study  # noqa: E402
+
+SOURCE = Study("lr_low", {"client.lr": grid(0.02, 0.1)})
+TARGET = Study("lr_high", {"client.lr": grid(0.1, 0.3)})
+TIMING = ["wall_s", "samples_per_s", "tune_trial_id", "tune_trial_dir"]
+
+
+def opts(results, seeds=1, **kw) -> StudyOptions:
+    return StudyOptions(preset="smoke", seeds=seeds, results=str(results), **kw)
+
+
+def frames(results, name):
+    return {n: pd.read_parquet(os.path.join(results, name, f"{n}.parquet"))
+            for n in ("trials", "rounds", "tasks")}
+
+
+def without_timing(f):
+    return {"trials": f["trials"].drop(columns=TIMING + ["copied_from"], errors="ignore"),
+            "rounds": f["rounds"].drop(columns="wall_s"), "tasks": f["tasks"]}
+
+
+@pytest.fixture(scope="module")
+def target_alone(local_ray, tmp_path_factory):
+    results = tmp_path_factory.mktemp("alone")
+    run_study(TARGET, opts(results))
+    return frames(results, "lr_high")
+
+
+@pytest.fixture(scope="module")
+def with_source(local_ray, tmp_path_factory):
+    results = tmp_path_factory.mktemp("shared")
+    run_study(SOURCE, opts(results))
+    return results
+
+
+def test_copied_trials_are_not_run_and_the_study_equals_one_run_of_all(
+        with_source, target_alone, tmp_path, capsys):
+    results = tmp_path / "r"
+    shutil.copytree(with_source, results, ignore=shutil.ignore_patterns(".tune"))
+    outcome = run_study(TARGET, opts(results, copy_from=("lr_low",)))
+    assert len(outcome.result_grid) == 1                     # Tune ran lr 0.3 only
+    assert (outcome.trials, outcome.finished, outcome.failed) == (2, 2, 0)
+    assert "copied 1 trial stored by lr_low (1): the same config and seed; ran 1" in \
+        capsys.readouterr().out
+    got = frames(results, "lr_high")
+    for name, df in without_timing(got).items():
+        pd.testing.assert_frame_equal(df, without_timing(target_alone)[name])
+    trials = got["trials"].set_index("client.lr")
+    assert trials.loc[0.1, "copied_from"] == "lr_low"
+    assert pd.isna(trials.loc[0.3, "copied_from"])
+    # the copied row is the source's row, timing and commit included; only `study` moved
+    source = frames(results, "lr_low")["trials"].set_index("client.lr").loc[0.1]
+    for col in ("trial_id", "acc", "wall_s", "tune_trial_dir", "fcl_git"):
+        assert trials.loc[0.1, col] == source[col]
+    assert set(got["rounds"]["study"]) == {"lr_high"}
+    manifest = json.loads((results / "lr_high" / "study.json").read_text())
+    assert [(c["study"], c["trials"], c["seeds"]) for c in manifest["copied"]] == \
+        [("lr_low", 1, [0])]
+
+
+def test_seeds_added_later_copy_again_and_keep_the_record(with_source, tmp_path):
+    results = tmp_path / "r"
+    shutil.copytree(with_source, results, ignore=shutil.ignore_patterns(".tune"))
+    run_study(SOURCE, opts(results, 2))                      # the source now holds seeds 0-1
+    run_study(TARGET, opts(results, copy_from=("lr_low",)))
+    outcome = run_study(TARGET, opts(results, 2, copy_from=("lr_low",)))
+    assert len(outcome.result_grid) == 1                     # seed 1's lr 0.3 only
+    trials = frames(results, "lr_high")["trials"]
+    assert sorted(trials["copied_from"].fillna("-")) == ["-", "-", "lr_low", "lr_low"]
+    manifest = read_manifest(results / "lr_high")
+    assert [(c["study"], c["seeds"]) for c in manifest.copied] == [("lr_low", [0]),
+                                                                    ("lr_low", [1])]
+    assert [p["trials"] for p in manifest.extended] == [2, 2]
+
+
+def test_bad_sources_are_refused_in_one_line_before_any_trial(with_source, tmp_path):
+    results = tmp_path / "r"
+    shutil.copytree(with_source, results, ignore=shutil.ignore_patterns(".tune"))
+    with pytest.raises(ConfigError, match=r"--copy-from=nope: no stored study in .*; "
+                                          r"allowed: lr_low"):
+        run_study(TARGET, opts(results, copy_from=("nope",)))
+    with pytest.raises(ConfigError, match=r"--copy-from=lr_high: is this study itself"):
+        run_study(TARGET, opts(results, copy_from=("lr_high",)))
+    with pytest.raises(ConfigError, match="nothing is left to run"):
+        run_study(Study("lr_same", {"client.lr": grid(0.02, 0.1)}),
+                  opts(results, copy_from=("lr_low",)))
+    # a second source that stores the same trial with another ACC: computed otherwise
+    shutil.copytree(results / "lr_low", results / "lr_other")
+    trials = pd.read_parquet(results / "lr_other" / "trials.parquet")
+    trials["acc"] = trials["acc"] + 1.0
+    trials.to_parquet(results / "lr_other" / "trials.parquet")
+    write_manifest(results / "lr_other", read_manifest(results / "lr_other"))
+    with pytest.raises(ConfigError, match=r"trial \w+ is stored by lr_low \(ACC .*\) and "
+                                          r"lr_other \(ACC .*\): the same config computed"):
+        run_study(TARGET, opts(results, copy_from=("lr_low", "lr_other")))
+    # a source whose files no longer match its manifest
+    trials.to_parquet(results / "lr_other" / "trials.parquet", compression="gzip")
+    with pytest.raises(ConfigError, match="--copy-from=lr_other: its files do not match"):
+        run_study(TARGET, opts(results, copy_from=("lr_other",)))
+    assert not (results / "lr_high").exists()
+    # a refusal leaves no state in the way: the same study with a good source runs as usual
+    outcome = run_study(TARGET, opts(results, copy_from=("lr_low",)))
+    assert (outcome.trials, outcome.finished, len(outcome.result_grid)) == (2, 2, 1)
