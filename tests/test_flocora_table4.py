@@ -155,32 +155,46 @@ def claim_on(tmp_path: Path, trials: pd.DataFrame) -> tuple[str, str]:
     return claims.judge(claim, write_study(tmp_path / "results", trials), {})
 
 
-def test_each_shrunk_message_meets_the_lora_message_no_larger_than_it():
+def test_each_shrunk_message_meets_the_lora_message_its_upload_matches():
+    """Uploads (half of BYTES): LoRA 100 / 25 / 12.5 / 6.25 MB; pruning 0.5's 95 MB is 5.3%
+    under LoRA FP's, outside the 5%, so it meets 8-bit; pruning 0.95 equals 2-bit."""
     pairs = {comp.label: (comp.a, comp.b) for comp in matched_lora(trials_frame())}
-    assert list(pairs) == ["LoRA 8-bit - pruning 0.5", "LoRA 4-bit - pruning 0.8",
-                           "LoRA 2-bit - pruning 0.9", "LoRA 2-bit - pruning 0.95",
-                           "LoRA 8-bit - ZeroFL mask 0", "LoRA FP - ZeroFL mask 0.1"]
-    assert pairs["LoRA 8-bit - pruning 0.5"][0] == {"model.adapter": "lora",
-                                                    "compression.bits": "8"}
+    assert list(pairs) == ["LoRA 8-bit - pruning 0.5 (upload -73.7%)",
+                           "LoRA 4-bit - pruning 0.8 (upload -16.7%)",
+                           "LoRA 2-bit - pruning 0.9 (upload -16.7%)",
+                           "LoRA 2-bit - pruning 0.95 (upload +0.0%)",
+                           "LoRA 8-bit - ZeroFL mask 0 (upload -50.0%)",
+                           "LoRA FP - ZeroFL mask 0.1 (upload -20.0%)"]
+    assert pairs["LoRA 8-bit - pruning 0.5 (upload -73.7%)"][0] == {"model.adapter": "lora",
+                                                                  "compression.bits": "8"}
+    # a LoRA upload up to 5% above the other's is the same size: matched, not skipped
+    nearly = trials_frame(nbytes={**BYTES, "p0.8": 48e6, "p0.5": 196e6})
+    labels = [comp.label for comp in matched_lora(nearly)]
+    assert labels[:2] == ["LoRA FP - pruning 0.5 (upload +2.0%)",
+                          "LoRA 8-bit - pruning 0.8 (upload +4.2%)"]
+    # the settings a study stored, whichever they are (the low-rank study's matched ones)
+    other = trials_frame(level={**LEVEL, "p0.9565": 64.0}, nbytes={**BYTES, "p0.9565": 48e6})
+    assert "LoRA 8-bit - pruning 0.9565 (upload +4.2%)" in \
+        [comp.label for comp in matched_lora(other)]
 
 
 def test_the_claim_holds_where_lora_loses_less_at_every_matched_size(tmp_path):
     cell, verdict = claim_on(tmp_path, trials_frame())
     assert verdict == claims.HOLDS
     # LoRA 8-bit (68 + 0 / 0.5 / -0.5) - pruning 0.5 (65): 3 +- t(2) * 0.5 / sqrt(3)
-    assert "LoRA 8-bit - pruning 0.5 +3.00 ± 1.24 (3)" in cell
-    assert "LoRA 2-bit - pruning 0.95 +6.00 ± 0.00 (3)" in cell
+    assert "LoRA 8-bit - pruning 0.5 (upload -73.7%) +3.00 ± 1.24 (3)" in cell
+    assert "LoRA 2-bit - pruning 0.95 (upload +0.0%) +6.00 ± 0.00 (3)" in cell
 
 
 def test_the_claim_does_not_hold_where_a_pruned_or_zerofl_run_beats_lora(tmp_path):
     cell, verdict = claim_on(tmp_path, trials_frame(level={**LEVEL, "z0.1": 72.0}))
-    assert verdict == claims.FAILS and "LoRA FP - ZeroFL mask 0.1 -3.00 ± 0.00 (3)" in cell
+    assert verdict == claims.FAILS and "LoRA FP - ZeroFL mask 0.1 (upload -20.0%) -3.00 ± 0.00 (3)" in cell
 
 
 def test_the_claim_is_not_resolved_inside_the_seed_spread_or_without_a_match(tmp_path):
     noisy = trials_frame(noise={**NOISE, "p0.9": (-3.0, 7.0, -4.0)})
     cell, verdict = claim_on(tmp_path / "noisy", noisy)
-    assert verdict == claims.OPEN and "LoRA 2-bit - pruning 0.9 +4.00 ±" in cell
+    assert verdict == claims.OPEN and "LoRA 2-bit - pruning 0.9 (upload -16.7%) +4.00 ±" in cell
     smaller = trials_frame(nbytes={**BYTES, "p0.95": 10e6})   # under every LoRA message
     cell, verdict = claim_on(tmp_path / "small", smaller)
     assert verdict == claims.OPEN and "pruning 0.95: no LoRA message as small: not run" in cell
