@@ -148,6 +148,14 @@ def test_the_figure_draws_paired_differences_whose_bars_fit_the_axis(tmp_path, m
     assert "paired 95% CI over 3 seeds" in figs["flocora_table4"].get_suptitle()
     labels = ax.get_legend_handles_labels()[1]
     assert len(labels) == len(set(labels)) == len(LEVEL)      # every method named once
+    # left the upload alone (ZeroFL's sparse message), right both links (its dense download)
+    both = figs["flocora_table4"].axes[1]
+    for axis, column in ((ax, "up_mb_per_client"), (both, "mb_per_client")):
+        xs = sorted(round(float(c.lines[0].get_xdata()[0]), 6) for c in axis.containers)
+        assert xs == sorted(round(float(v), 6) for v in data[column])
+    assert ax.get_legend() is None and both.get_legend() is not None
+    assert [a.get_title() for a in figs["flocora_table4"].axes[:2]] == ["upload only",
+                                                                        "both links"]
 
 
 def claim_on(tmp_path: Path, trials: pd.DataFrame) -> tuple[str, str]:

@@ -139,11 +139,20 @@ CMAPS = {"FedAvg": "Greys", "LoRA": "Blues", "pruning": "Oranges", "FedPara": "G
          "ZeroFL": "Purples"}
 
 
-def _draw_table_iv(ax, stats: pd.DataFrame) -> None:
+# the two x axes of the figure: the message alone (what pruning and ZeroFL shrink), and both
+# links (what the paper's reduction counts; their download is the dense model)
+AXES_X = (("up_mb_per_client", "upload per client over the run (MB, log scale)", "upload only"),
+          ("mb_per_client", "total communication per client over the run, up + down (MB, log "
+           "scale)", "both links"))
+
+
+def _draw_table_iv(ax, stats: pd.DataFrame, x: str = "mb_per_client",
+                   xlabel: str = AXES_X[1][1], legend: bool = True) -> None:
     """ACC minus FedAvg's of the same seed (mean, bars its paired 95% t-interval: the seed
     spread, which every method shares, cancels; unpaired bars of ± 7-15 points would overlap
-    everywhere) against MB per client, log x; FedAvg at 0 without a bar; one marker family
-    per kind, darker for a smaller message within it; the legend outside names each."""
+    everywhere) against MB per client (`x`: upload or both links), log x; FedAvg at 0 without
+    a bar; one marker family per kind, darker for a smaller message within it; the legend
+    outside names each."""
     for kind, group in stats.groupby("kind", sort=False):
         cmap = colormaps[CMAPS.get(kind, "Greys")]
         shades = [0.85] if len(group) == 1 else \
@@ -152,7 +161,7 @@ def _draw_table_iv(ax, stats: pd.DataFrame) -> None:
             ref = kind == "FedAvg"
             d = 0.0 if ref else r["d_acc"]
             ci = 0.0 if ref or r["d_n"] < 2 or math.isnan(r["d_ci95"]) else r["d_ci95"]
-            ax.errorbar(r["mb_per_client"], d, yerr=ci, marker=MARKERS.get(kind, "x"),
+            ax.errorbar(r[x], d, yerr=ci, marker=MARKERS.get(kind, "x"),
                         markersize=11 if ref else 7, capsize=3, linestyle="none",
                         color="black" if ref else cmap(shade),
                         markeredgecolor="black", markeredgewidth=0.5, label=r["method"])
@@ -167,11 +176,11 @@ def _draw_table_iv(ax, stats: pd.DataFrame) -> None:
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set(xlabel="total communication per client over the run, up + down (MB, log scale)",
-           ylabel="ACC - FedAvg's, same seed (points)")
+    ax.set(xlabel=xlabel, ylabel="ACC - FedAvg's, same seed (points)")
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
-              title="method (bars: paired 95% CI)", title_fontsize=8)
+    if legend:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                  title="method (bars: paired 95% CI)", title_fontsize=8)
 
 
 def table_iv_flocora(study: Study, out: Path) -> Produced:
@@ -181,12 +190,13 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
     require(study.trials, ("model.adapter", "bytes_up", "bytes_down"),
             "flocora_table4: trials.parquet")
     facets = study.facets(study.trials, (*study.settings, "model.weights"))
-    fig, axs = panels(len(facets), width=6.5, height=4.6)
+    fig, axs = panels(2 * len(facets), width=6.5, height=4.6)
     tables, parts = [], []
-    for ax, (title, df) in zip(axs, facets):
+    for i, (title, df) in enumerate(facets):
         stats = table_iv_stats(df)
-        _draw_table_iv(ax, stats)
-        ax.set_title(title)
+        for ax, (x, xlabel, links) in zip(axs[2 * i:2 * i + 2], AXES_X):
+            _draw_table_iv(ax, stats, x, xlabel, legend=x == AXES_X[-1][0])
+            ax.set_title(f"{title} · {links}" if title else links)
         tables.append(tag(stats, title))
         values = "values_mb_per_client" in stats
         header = ["method", "ACC (%)", "ACC - FedAvg, same seeds (95% CI)",
@@ -207,8 +217,8 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
         parts.append((f"**{title}**\n\n" if title else "") + markdown_table(header, rows))
     data = pd.concat(tables, ignore_index=True)
     seeds = over_seeds(data.loc[data["kind"] != "FedAvg", "d_n"], "and paired 95% CI")
-    fig.suptitle(f"FLoCoRA Table IV: ACC minus FedAvg's of the same seed, against total "
-                 f"communication per client\n({study.name}; {seeds})")
+    fig.suptitle(f"FLoCoRA Table IV: ACC minus FedAvg's of the same seed, against the upload "
+                 f"and the total communication per client\n({study.name}; {seeds})")
     paths = save_figure(fig, out, "flocora_table4", study.provenance)
     values_note = "" if "values_mb_per_client" in data else (
         " The trials table stores no values-only bytes (the pruned and ZeroFL messages are "
