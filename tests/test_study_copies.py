@@ -115,3 +115,11 @@ def test_bad_sources_are_refused_in_one_line_before_any_trial(with_source, tmp_p
     # a refusal leaves no state in the way: the same study with a good source runs as usual
     outcome = run_study(TARGET, opts(results, copy_from=("lr_low",)))
     assert (outcome.trials, outcome.finished, len(outcome.result_grid)) == (2, 2, 1)
+
+
+def test_the_dry_run_prices_only_what_would_run(with_source, capsys):
+    outcome = run_study(TARGET, opts(with_source, copy_from=("lr_low",), dry_run=True))
+    printed = capsys.readouterr().out
+    assert outcome.trials == 1
+    assert "copies 1 trial stored by lr_low (1): the same config and seed; runs 1" in printed
+    assert "1 trials;" in printed and "lr=0.3" in printed and "lr=0.1," not in printed
