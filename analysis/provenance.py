@@ -1,7 +1,7 @@
 """Whether every commit that stored results cite resolves: each must be an ancestor of HEAD
 (on main's history) and name a clean tree.
 
-Citations: a stored study's `study.json` (`fcl_git`, and each extended part's), the footer
+Citations: a stored study's `study.json` (`fcl_git`, each extended part's and each copied source's), the footer
 line of a committed table (`figures/*.md`: `drawn from ... · commit A + B`), and a commit
 quoted in backticks in a results folder's README. A study whose commit was lost from history,
 or that ran from a dirty tree, keeps its rows with `fcl_git` = `unknown` and a `provenance`
@@ -62,6 +62,9 @@ def citations(repo: Path) -> list[tuple[str, str]]:
         found += [(where, m.get("fcl_git", ""))]
         found += [(f"{where} (extended)", part.get("fcl_git", ""))
                   for part in m.get("extended", [])]
+        found += [(f"{where} (copied from {part.get('study')})", commit)
+                  for part in m.get("copied", [])
+                  for commit in str(part.get("fcl_git", "")).split(" + ")]
         if m.get("fcl_git") == UNKNOWN and not m.get("provenance"):
             found.append((f"{where}: fcl_git unknown without a provenance note", "?"))
     for table in sorted(repo.glob("figures*/**/*.md")):

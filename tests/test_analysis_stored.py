@@ -87,7 +87,13 @@ def test_each_stored_study_has_a_manifest_matching_its_files_and_trials(folder):
     # (where the commit does not resolve, `unknown`, and the id recorded in its note)
     parts = [recorded(p["fcl_git"], p.get("provenance", "")) for p in manifest.extended] or \
         [recorded(manifest.fcl_git, manifest.provenance)]
-    assert sorted(set(parts)) == sorted(trials["fcl_git"].unique().tolist())
+    # rows copied from another study (`--copy-from`) keep the commit they ran at, one its
+    # `copied` entry names
+    copied = trials["copied_from"].notna() if "copied_from" in trials else trials["seed"] < 0
+    assert sorted(set(parts)) == sorted(trials.loc[~copied, "fcl_git"].unique().tolist())
+    sources = {c for entry in manifest.copied for c in entry["fcl_git"].split(" + ")}
+    assert set(trials.loc[copied, "fcl_git"]) <= sources
+    assert set(trials.loc[copied].get("copied_from", ())) == {e["study"] for e in manifest.copied}
     assert recorded(manifest.fcl_git, manifest.provenance) == parts[-1]
     assert list(manifest.seeds) == sorted(trials["seed"].unique().tolist())
     varied = {c for c in manifest.base if trials[c].nunique(dropna=False) > 1} - {"seed"}
