@@ -7,7 +7,8 @@ one machine, so a stored trial with the id a planned trial would get is that tri
 with `--copy-from`, a grid study takes those rows (trials, rounds, tasks) from the named studies
 of the same results folder and Tune runs only the rest. Each copied row keeps its values, its
 commit (`fcl_git`) and its timing; its `study` becomes this study's and `copied_from` names the
-study it came from; the manifest's `copied` lists each source with its trials, their seeds and its commit.
+study it came from; the manifest's `copied` lists each source with its trials, their seeds and
+its commit.
 
 Refused in one line: a source that is not a stored, intact study in the results folder; this
 study itself (seeds are added with `--seeds`); a search or `--num-samples` > 1 (no fixed trial
