@@ -2,11 +2,11 @@
 main's history) and name a clean tree.
 
 Citations: a stored study's `study.json` (`fcl_git`, each extended part's and each copied
-source's), the footer line of a committed table (`figures/*.md`: `drawn from ... · commit A + B`), and a commit
-quoted in backticks in a results folder's README. A study whose commit was lost from history,
-or that ran from a dirty tree, keeps its rows with `fcl_git` = `unknown` and a `provenance`
-note that names the id it recorded and why it does not resolve; its README cites it as
-unknown.
+source's), the footer line of a committed table (`figures/*.md`: `drawn from ... · commit A +
+B`), and a commit quoted in backticks in a results folder's README. A study whose commit was
+lost from history, or that ran from a dirty tree, keeps its rows with `fcl_git` = `unknown` and
+a `provenance` note that names the id it recorded and why it does not resolve; its README cites
+it as unknown.
 
     python -m analysis provenance      # one line per citation that does not resolve; exit 1
 """
