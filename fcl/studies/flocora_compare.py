@@ -28,7 +28,9 @@ SPACE = {
 # At flocora-cifar10-lowrank every baseline row sends, per upload, within 5% of the bytes of one
 # LoRA r 32 row (tests/test_flocora_matched_bytes.py; `fcl params`): pruning at 0.8175 / 0.9565 /
 # 0.976 / 0.986 against LoRA FP / 8 / 4 / 2 bits, FedPara gamma 0.27 and ZeroFL s 0.82 against
-# FP, ZeroFL s 0.973 against 8 bits (FedPara's smallest message, gamma 0.01, is 15% above it)
+# FP, ZeroFL s 0.973 against 8 bits (FedPara's smallest message, gamma 0.01, is 15% above it).
+# Its FedAvg and LoRA rows are trials `flocora_rank_alpha` and `flocora_quantization` store at the
+# same seeds: `--copy-from flocora_rank_alpha flocora_quantization` takes them (5 of 12 a seed)
 MATCHED = {
     "method": grid(FULL,
                    *({"model.adapter": "lora", "compression.bits": b} for b in (32, 8, 4, 2)),
