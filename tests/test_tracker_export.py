@@ -99,7 +99,7 @@ def test_tensorboard_has_each_trials_curves_summary_and_hparams(stored, tmp_path
 
 def test_optuna_holds_each_study_with_its_values_and_a_search_its_params(stored, tmp_path):
     optuna = pytest.importorskip("optuna")
-    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    url = f"sqlite:///{tmp_path / 'new' / 'optuna.db'}"     # its folder made, as for mlflow
     for _ in range(2):
         export([str(stored)], "optuna", url)
     names = optuna.get_all_study_names(url)

@@ -6,6 +6,7 @@ user attributes, and its state (TERMINATED: COMPLETE, EARLY_STOPPED: PRUNED, els
 Optuna study of that name is replaced."""
 from __future__ import annotations
 
+import os
 import warnings
 
 import optuna
@@ -36,8 +37,13 @@ def distributions(study: StoredStudy) -> dict:
 
 
 def write(studies: list[StoredStudy], dest: str) -> int:
-    from fcl.tune.optuna_storage import METRIC_NAMES, OBJECTIVES, open_storage, parse_storage
-    storage = open_storage(parse_storage(dest))
+    from fcl.tune.optuna_storage import (METRIC_NAMES, OBJECTIVES, open_storage, parse_storage,
+                                         storage_file)
+    url = parse_storage(dest)
+    path = storage_file(url)
+    if path is not None:            # an SQLite or journal file: its folder, as for the others
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    storage = open_storage(url)
     optuna.logging.set_verbosity(optuna.logging.WARNING)     # a line per study created
     written = 0
     for study in studies:

@@ -122,23 +122,13 @@ def build_parser(study: Study, command: tuple[str, ...] | None = None
                         "at the start, grid and search alike: per node, its CPUs / "
                         "--cpus-per-trial, and its GPUs / --gpus-per-trial when trials ask for "
                         "GPUs; a search's TPE then draws with Optuna's constant liar)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue this study from its Tune state (after a crash or a kill)")
-    p.add_argument("--fresh", action="store_true",
-                   help="discard this study's Tune state (and Optuna study) and start over")
-    p.add_argument("--retry-errored", action="store_true",
-                   help="with --resume: rerun the trials that failed for good (from their last "
-                        "checkpoint)")
+    add_state_args(p)
     p.add_argument("--callback", action="append", default=[], choices=tuple(TRACKERS),
                    metavar="{" + ",".join(TRACKERS) + "}",
                    help="log every trial to a tracker too (repeatable): tensorboard (extra "
                         "viz), mlflow ($MLFLOW_TRACKING_URI, default RESULTS/mlflow.db), wandb")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="override base config keys (see `fcl run --help`)")
-    p.add_argument("--copy-from", nargs="+", action="extend", default=[], metavar="STUDY",
-                   help="copy the trials these studies in RESULTS already stored with the same "
-                        "config and seed (the trial id) instead of running them again; each "
-                        "copied row names its study in `copied_from` (fcl.tune.copies)")
     p.add_argument("--save-models", action="store_true",
                    help="keep the trained model of every finished row in "
                         "RESULTS/STUDY/models/TRIAL_ID (read with fcl.load_model)")
@@ -153,6 +143,21 @@ def build_parser(study: Study, command: tuple[str, ...] | None = None
                         f"{DEADLINE_S:g})")
     add_search_args(p, searcher)
     return p
+
+
+def add_state_args(p: argparse.ArgumentParser) -> None:
+    """What the study does with what is stored: its Tune state, and other studies' rows."""
+    p.add_argument("--resume", action="store_true",
+                   help="continue this study from its Tune state (after a crash or a kill)")
+    p.add_argument("--fresh", action="store_true",
+                   help="discard this study's Tune state (and Optuna study) and start over")
+    p.add_argument("--retry-errored", action="store_true",
+                   help="with --resume: rerun the trials that failed for good (from their last "
+                        "checkpoint)")
+    p.add_argument("--copy-from", nargs="+", action="extend", default=[], metavar="STUDY",
+                   help="copy the trials these studies in RESULTS already stored with the same "
+                        "config and seed (the trial id) instead of running them again; each "
+                        "copied row names its study in `copied_from` (fcl.tune.copies)")
 
 
 def add_placement_args(p: argparse.ArgumentParser) -> None:

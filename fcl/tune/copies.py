@@ -18,13 +18,15 @@ otherwise: run it instead); a plan with no trial left to run.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TextIO
 
 import pandas as pd
 
 from fcl.config import ConfigError, RunConfig
-from fcl.manifest import ManifestError, read_manifest, verify
+from fcl.manifest import Manifest, ManifestError, read_manifest, verify
 from fcl.results_io import FILES, TERMINATED, config_hash
+from fcl.tune import extend
 from fcl.tune.space import Space, grid, grid_points, is_grid, resolve, trial_overrides
 
 FLAG = "--copy-from"
@@ -159,3 +161,25 @@ def copied_frames(chosen: dict, own: str) -> dict[str, pd.DataFrame]:
         frame["study"] = own
         out[name] = frame
     return out
+
+
+def for_plan(plan) -> Copies | None:
+    """`find_copies` for a study plan (`fcl.tune.plan.StudyPlan`, its threads resolved); None
+    without `--copy-from`."""
+    if not plan.opts.copy_from:
+        return None
+    return find_copies(plan.opts.results, plan.opts.copy_from, plan.name, plan.cfg, plan.space,
+                       plan.study.searcher, plan.opts.num_samples)
+
+
+def merged(copied: Copies | None, part: extend.StoredPart | None,
+           frames: dict[str, pd.DataFrame], manifest: Manifest, keys: list[str], ran: int,
+           out: TextIO) -> tuple[dict[str, pd.DataFrame], Manifest]:
+    """The export's new rows with the copied ones among them (a line says how many), and the
+    manifest's `copied`: every part's sources, a stored part's first."""
+    if copied is not None:
+        frames = extend.merged_frames(extend.StoredPart(manifest, copied.frames), frames, keys)
+        print(copied.line(ran), file=out)
+    record = (part.manifest.copied if part is not None else ()) + \
+        (copied.record if copied is not None else ())
+    return frames, replace(manifest, copied=record)

@@ -26,7 +26,7 @@ from fcl.config import ConfigError, with_overrides
 from fcl.data.federated import chance_accuracy
 from fcl.manifest import Manifest, replace_study_files
 from fcl.results_io import ERROR, TERMINATED
-from fcl.tune import (checkpoints, copies, cluster, disk_full, export, extend, locations, nodes,
+from fcl.tune import (checkpoints, cluster, copies, disk_full, export, extend, locations, nodes,
                       progress, state as states, stop_request, termination, waits)
 from fcl.tune.cost import dry_run
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
@@ -113,7 +113,7 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
                                                                                     res.gpus)
         part = stored_part(plan)
         tune_plan = replace(plan, space=extend.missing_space(plan.space, part)) if part else plan
-        copied = stored_copies(tune_plan)
+        copied = copies.for_plan(tune_plan)
         if copied is not None:
             tune_plan = replace(tune_plan, space=copied.space_left)
         grid, interrupted = fit(tune_plan, state, res, out, table, watch, t0, plan.manifest())
@@ -211,15 +211,6 @@ def stored_part(plan: StudyPlan) -> extend.StoredPart | None:
                               plan.space, plan.cfg)
 
 
-def stored_copies(plan: StudyPlan) -> copies.Copies | None:
-    """The trials of `plan.space` that the `--copy-from` studies already stored
-    (`fcl.tune.copies`); None without the flag or where they hold none."""
-    if not plan.opts.copy_from:
-        return None
-    return copies.find_copies(plan.opts.results, plan.opts.copy_from, plan.name, plan.cfg,
-                              plan.space, plan.study.searcher, plan.opts.num_samples)
-
-
 def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: TextIO,
                  part: extend.StoredPart | None = None,
                  copied: copies.Copies | None = None) -> StudyOutcome:
@@ -232,12 +223,8 @@ def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: Te
     frames = export.study_frames(plan.name, plan.opts.preset, trials, keys)
     manifest = plan.manifest()
     ran = len(frames["trials"])
-    if copied is not None and not interrupted:
-        frames = extend.merged_frames(extend.StoredPart(manifest, copied.frames), frames, keys)
-        print(copied.line(ran), file=out)
-    if not interrupted:         # every part's copies, the stored parts' first
-        manifest = replace(manifest, copied=(part.manifest.copied if part else ())
-                           + (copied.record if copied else ()))
+    if not interrupted:
+        frames, manifest = copies.merged(copied, part, frames, manifest, keys, ran, out)
     if part is not None and not interrupted:
         added = len(frames["trials"])
         frames = extend.merged_frames(part, frames, keys)
