@@ -31,6 +31,7 @@ SPACE = {
 # FP, ZeroFL s 0.973 against 8 bits (FedPara's smallest message, gamma 0.01, is 15% above it).
 # Its FedAvg and LoRA rows are trials `flocora_rank_alpha` and `flocora_quantization` store at the
 # same seeds: `--copy-from flocora_rank_alpha flocora_quantization` takes them (5 of 12 a seed)
+# where they ran on the kind of machine the new trials run on (docs/studies.md)
 MATCHED = {
     "method": grid(FULL,
                    *({"model.adapter": "lora", "compression.bits": b} for b in (32, 8, 4, 2)),

@@ -3,7 +3,10 @@
 Studies of one paper share settings: FLoCoRA's Table IV runs FedAvg and LoRA at 32 / 8 / 4 / 2
 bits, which its Fig. 2 and Table III studies store at the same seeds. A trial's id is its whole
 config's hash (`fcl.results_io.config_hash`, the seed included), and a run is deterministic on
-one machine, so a stored trial with the id a planned trial would get is that trial's result:
+one kind of machine, so a stored trial with the id a planned trial would get is that trial's
+result where it ran on the kind of machine the new trials run on (bf16 kernels differ between
+CPUs: the low-rank FedAvg trial at seed 0 gave 63.81 on an AMD EPYC, 63.83 on an Intel Xeon with
+AMX; rows do not record the CPU's kind yet, so which machine is the user's to check):
 with `--copy-from`, a grid study takes those rows (trials, rounds, tasks) from the named studies
 of the same results folder and Tune runs only the rest. Each copied row keeps its values, its
 commit (`fcl_git`) and its timing; its `study` becomes this study's and `copied_from` names the
