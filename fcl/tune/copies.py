@@ -47,11 +47,13 @@ class Copies:
     def trials(self) -> int:
         return len(self.frames["trials"])
 
-    def line(self, ran: int) -> str:
+    def line(self, ran: int, planned: bool = False) -> str:
+        """What was copied and run; `planned`: what would be (the dry run)."""
         sources = ", ".join(f"{r['study']} ({r['trials']})" for r in self.record)
         n = self.trials
-        return (f"copied {n} trial{'s' * (n != 1)} stored by {sources}: the same config and "
-                f"seed; ran {ran}")
+        copy, run = ("copies", "runs") if planned else ("copied", "ran")
+        return (f"{copy} {n} trial{'s' * (n != 1)} stored by {sources}: the same config and "
+                f"seed; {run} {ran}")
 
 
 def stored_studies(results: str) -> list[str]:

@@ -77,8 +77,7 @@ def what_runs(plan: StudyPlan, threads: int) -> tuple[Space, list[str]]:
                                     space, None, plan.opts.num_samples)
         if copied is not None:
             space = copied.space_left
-            notes.append(copied.line(len(grid_points(space))).replace("copied", "copies", 1)
-                         .replace("; ran", "; runs"))
+            notes.append(copied.line(len(grid_points(space)), planned=True))
     return space, notes
 
 
