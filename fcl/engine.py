@@ -80,6 +80,7 @@ from fcl.federated.round import (  # noqa: F401  (the round's types, also named 
     round_record,
     task_hits,
 )
+from fcl.machine_kind import cpu_kind, gpu_kind
 from fcl.metrics import acc, bwt_f, bwt_f_literal
 from fcl.models.task_state import Params, load_state_
 from fcl.records import RoundRecord, RunSummary, TaskRecord
@@ -259,7 +260,8 @@ def summarise(plan: Plan, state: RunState, wall: float) -> RunSummary:
         trainable_params_per_task=sum(t.numel() for t in state.tasks[0].params.values()),
         device=plan.device, precision=plan.precision, layout=plan.layout,
         batched_clients=plan.batched_clients, compiled=plan.compiled,
-        diverged=totals.diverged_round >= 0, diverged_round=totals.diverged_round)
+        diverged=totals.diverged_round >= 0, diverged_round=totals.diverged_round,
+        cpu=cpu_kind(), gpu=gpu_kind(plan.device))
 
 def head_weights(trainable: list[str]) -> list[str]:
     """The FC's weight tensors (biases left out): what the FCL paper's head cosine compares."""

@@ -16,7 +16,8 @@ varied, the preset and data set it ran on, the commit).
      "extended": [],      # or, for a study run again with more seeds, one entry per part:
                           # {"seeds": [...], "trials": N, "fcl_git": ..., "command": ...}
      "copied": [],        # or, with --copy-from, one entry per source study:
-                          # {"study": ..., "trials": N, "seeds": [...], "fcl_git": ...}
+                          # {"study": ..., "trials": N, "seeds": [...], "fcl_git": ...,
+                          #  "machine": [the kinds that computed them, or "unrecorded"]}
      "provenance": "",    # where fcl_git is `unknown`: the id it recorded and why it does
                           # not resolve (a dirty tree, a commit not on main; an extended
                           # part says the same of itself); `python -m analysis provenance`

@@ -92,6 +92,8 @@ class RunSummary(Record):
     compiled: bool = False     # whether the model's forward ran torch.compile'd (run.compile)
     diverged: bool = False     # the loss or a server state blew up (run.divergence_loss)
     diverged_round: int = -1   # the first such round, -1: none
+    cpu: str = ""              # the CPU kind that computed it (fcl.machine_kind)
+    gpu: str = ""              # the GPU's name where it ran on one, else ""
 
 
 PANDAS_TYPES = {int: "int64", float: "float64", bool: "bool", str: "string"}

@@ -54,7 +54,7 @@ CONFIGS: dict[str, dict] = {
 OLD_SMOKE = {"rounds": 10, "data.num_tasks": 5, "data.num_clients": 3,
              "data.train_per_class": 200, "data.test_per_class": 50,
              "client.local_epochs": 2, "eval.every": 1}
-VOLATILE = ("wall_s", "samples_per_s", "device")
+VOLATILE = ("wall_s", "samples_per_s", "device", "cpu", "gpu")
 # per-client models only (FedWeIT, which no golden config runs): NaN here, added after the file
 PER_CLIENT = ("accuracy_held",)
 GOLDEN = Path(__file__).with_name("golden_metrics.json")

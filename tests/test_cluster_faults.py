@@ -3,7 +3,7 @@ two workers of 1 CPU each, shared by the module), each driven as a user would: a
 in a subprocess with `--address`, its exit code, its stderr lines and its Parquet. Faults: a
 trial larger than every node, trials that fail (exit code, one line each, rows), trials that
 fail before their first report (their worker cannot import the trainable), and a storage that
-a node cannot see."""
+a node cannot see. And `--copy-from`, which asks every node the kind of machine it is."""
 from __future__ import annotations
 
 import os
@@ -17,6 +17,8 @@ import time
 import pandas as pd
 import pytest
 
+from fcl.machine_kind import cpu_kind
+
 pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
@@ -28,7 +30,8 @@ DRIVER = textwrap.dedent('''
     from fcl.tune import Study, grid
     from fcl.tune.cli import main
     SPACES = {"devices": {"run.device": grid("cpu", "cuda")},
-              "lrs": {"client.lr": grid(0.02, 0.1)}, "unimportable": {"client.lr": grid(0.1)}}
+              "lrs": {"client.lr": grid(0.02, 0.1)}, "unimportable": {"client.lr": grid(0.1)},
+              "lrs_high": {"client.lr": grid(0.1, 0.3)}}
     if __name__ == "__main__":
         name = sys.argv.pop(1)
         if name == "unimportable":       # the trainable lives in a module only the driver has
@@ -149,3 +152,20 @@ def test_a_driver_on_a_machine_that_is_not_a_node_is_one_line(cluster, tmp_path)
     assert len(lines) == 1 and lines[0].startswith(
         f"error: --address={address}: this machine is not a node of that cluster"), p.stderr
     assert "ray job submit" in lines[0] and "ray://" in lines[0]
+
+
+def test_copies_on_a_cluster_come_from_the_kind_every_node_says_it_is(cluster, tmp_path):
+    """Each node answers a task placed there with its kind (`fcl.tune.node_kinds`), in the dry
+    run (which joins just to ask) and in the study; the nodes agree, and the stored trial of
+    that kind is copied, the other one run."""
+    rc, out, err, _ = study(cluster, "lrs", tmp_path)
+    assert rc == 0, err
+    rc, out, err, _ = study(cluster, "lrs_high", tmp_path, "--copy-from", "lrs", "--dry-run")
+    assert rc == 0, err
+    assert "copies 1 trial stored by lrs (1): the same config and seed; runs 1" in out, out
+    rc, out, err, _ = study(cluster, "lrs_high", tmp_path, "--copy-from", "lrs")
+    assert rc == 0, err
+    assert "copied 1 trial stored by lrs (1): the same config and seed; ran 1" in out, out
+    trials = pd.read_parquet(tmp_path / "lrs_high" / "trials.parquet")
+    assert sorted(trials["copied_from"].fillna("-")) == ["-", "lrs"]
+    assert set(trials["cpu"]) == {cpu_kind()}

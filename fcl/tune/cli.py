@@ -157,7 +157,12 @@ def add_state_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--copy-from", nargs="+", action="extend", default=[], metavar="STUDY",
                    help="copy the trials these studies in RESULTS already stored with the same "
                         "config and seed (the trial id) instead of running them again; each "
-                        "copied row names its study in `copied_from` (fcl.tune.copies)")
+                        "copied row names its study in `copied_from` (fcl.tune.copies); only "
+                        "trials computed on the kind of machine the new ones run on (their "
+                        "rows' cpu, gpu and torch_version)")
+    p.add_argument("--copy-unrecorded-cpu", action="store_true",
+                   help="with --copy-from: copy rows stored before rows recorded their machine "
+                        "too, where you know they ran on the kind the new trials run on")
 
 
 def add_placement_args(p: argparse.ArgumentParser) -> None:
@@ -220,6 +225,9 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None,
             raise ConfigError("--fresh", "on", "contradicts --resume", "one of them")
         if args.retry_errored and args.fresh:
             raise ConfigError("--retry-errored", "on", "contradicts --fresh", "one of them")
+        if args.copy_unrecorded_cpu and not args.copy_from:
+            raise ConfigError("--copy-unrecorded-cpu", "on", "copies nothing without "
+                              "--copy-from", "--copy-from STUDY ...")
         opts = StudyOptions(
             preset=args.preset, sets=parse_sets(args.set),
             seeds=None if isinstance(args.seeds, AutoSeeds) else args.seeds,
@@ -229,6 +237,7 @@ def run_parsed(study: Study, args: argparse.Namespace, argv: list[str] | None,
             resume=args.resume or args.retry_errored, fresh=args.fresh, dry_run=args.dry_run,
             retry_errored=args.retry_errored, callbacks=tuple(args.callback),
             save_models=args.save_models, copy_from=tuple(args.copy_from),
+            copy_unrecorded_cpu=args.copy_unrecorded_cpu,
             command=shlex.join([*(command or script_command(study)),
                                 *(sys.argv[1:] if argv is None else argv)]),
             objective=getattr(args, "objective", "acc"),

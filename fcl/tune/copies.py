@@ -3,20 +3,23 @@
 Studies of one paper share settings: FLoCoRA's Table IV runs FedAvg and LoRA at 32 / 8 / 4 / 2
 bits, which its Fig. 2 and Table III studies store at the same seeds. A trial's id is its whole
 config's hash (`fcl.results_io.config_hash`, the seed included), and a run is deterministic on
-one kind of machine, so a stored trial with the id a planned trial would get is that trial's
-result where it ran on the kind of machine the new trials run on (bf16 kernels differ between
-CPUs: the low-rank FedAvg trial at seed 0 gave 63.81 on an AMD EPYC, 63.83 on an Intel Xeon with
-AMX; rows do not record the CPU's kind yet, so which machine is the user's to check):
-with `--copy-from`, a grid study takes those rows (trials, rounds, tasks) from the named studies
-of the same results folder and Tune runs only the rest. Each copied row keeps its values, its
-commit (`fcl_git`) and its timing; its `study` becomes this study's and `copied_from` names the
-study it came from; the manifest's `copied` lists each source with its trials, their seeds and
-its commit.
+one kind of machine (`fcl.machine_kind`: bf16 kernels differ between CPUs; the low-rank FedAvg
+trial at seed 0 gave 63.81 on an AMD EPYC, 63.83 on an Intel Xeon with AMX), so a stored trial
+with the id a planned trial would get is that trial's result where the kind that computed it
+(its row's `cpu`, `gpu` and `torch_version`) is the kind the new trials run on
+(`fcl.tune.node_kinds`): with `--copy-from`, a grid study takes those rows (trials, rounds,
+tasks) from the named studies of the same results folder and Tune runs only the rest. Each
+copied row keeps its values, its commit (`fcl_git`), its machine and its timing; its `study`
+becomes this study's and `copied_from` names the study it came from; the manifest's `copied`
+lists each source with its trials, their seeds, its commit and the machines that computed them.
 
 Refused in one line: a source that is not a stored, intact study in the results folder; this
 study itself (seeds are added with `--seeds`); a search or `--num-samples` > 1 (no fixed trial
-ids); a trial two sources store with different ACC (then the machine or the code computed
-otherwise: run it instead); a plan with no trial left to run.
+ids); a planned trial a source computed on another kind of machine, or trials run on nodes of
+several kinds; a row stored before fcl recorded the CPU, unless `--copy-unrecorded-cpu` says it
+ran on this kind (the manifest then names its machine `unrecorded`); a trial two sources store
+with different ACC (then the machine or the code computed otherwise: run it instead); a plan
+with no trial left to run.
 """
 from __future__ import annotations
 
@@ -27,12 +30,15 @@ from typing import TextIO
 import pandas as pd
 
 from fcl.config import ConfigError, RunConfig
+from fcl.machine_kind import Kind
 from fcl.manifest import Manifest, ManifestError, read_manifest, verify
 from fcl.results_io import FILES, TERMINATED, config_hash
 from fcl.tune import extend
 from fcl.tune.space import Space, grid, grid_points, is_grid, resolve, trial_overrides
 
 FLAG = "--copy-from"
+UNRECORDED_FLAG = "--copy-unrecorded-cpu"
+UNRECORDED = "unrecorded"      # the machine of a row stored before rows recorded it
 AXIS = "trial"                 # the one axis of the space Tune runs when some trials are copied
 
 
@@ -109,13 +115,55 @@ def planned_ids(base: RunConfig, space: Space) -> dict[str, dict]:
     return {config_hash(resolve(base, p)): p for p in grid_points(space)}
 
 
+def row_kind(row: pd.Series) -> Kind | None:
+    """The kind of machine that computed a stored trial; None where its row does not say."""
+    def text(col: str) -> str:
+        value = row.get(col)
+        return "" if value is None or pd.isna(value) else str(value)
+    return Kind(text("cpu"), text("gpu"), text("torch_version")) if text("cpu") else None
+
+
+def only_kind(where: dict[Kind, list[str]], sources: tuple[str, ...]) -> Kind:
+    """The one kind of machine the new trials run on, or a refusal."""
+    if len(where) == 1:
+        return next(iter(where))
+    listing = "; ".join(f"{k.words()} ({', '.join(ips)})" for k, ips in where.items())
+    raise ConfigError(FLAG, " ".join(sources), f"the nodes that run trials are of {len(where)} "
+                      f"kinds ({listing}): a copy would stand beside trials computed otherwise",
+                      "nodes of one kind, or leave --copy-from out")
+
+
+def machine_of(name: str, row: pd.Series, on: Kind, unrecorded: bool,
+               sources: tuple[str, ...]) -> str:
+    """The machine a source's trial was computed on, in words, where it is `on`'s kind (or
+    unrecorded and `unrecorded` allows it); else a refusal."""
+    kind, tid = row_kind(row), row["trial_id"]
+    if kind is None and not unrecorded:
+        raise ConfigError(FLAG, " ".join(sources), f"{name} stored trial {tid} before rows "
+                          "recorded the machine that computed them", f"{UNRECORDED_FLAG} where "
+                          f"{name} ran on {on.words()}, or leave --copy-from out")
+    if kind is None and str(row.get("torch_version")) == on.torch:
+        return UNRECORDED
+    if kind != on:
+        ran = kind.words() if kind is not None else f"torch {row.get('torch_version')}"
+        raise ConfigError(FLAG, " ".join(sources), f"{name} computed trial {tid} on {ran}; "
+                          f"this study's trials run on {on.words()}",
+                          "a study computed on the kind this one runs on, or leave "
+                          "--copy-from out")
+    return kind.words()
+
+
 def find_copies(results: str, sources: tuple[str, ...], own: str, base: RunConfig,
-                space: Space, searcher: str | None, num_samples: int) -> Copies | None:
-    """The planned trials (`space` over `base`) that `sources` store, and what is left to run;
-    None when no source holds any of them."""
+                space: Space, searcher: str | None, num_samples: int,
+                where: dict[Kind, list[str]], unrecorded: bool = False) -> Copies | None:
+    """The planned trials (`space` over `base`) that `sources` store, computed on the kind of
+    machine the new trials run on (`where`: {kind: its nodes}, `fcl.tune.node_kinds`), and what
+    is left to run; None when no source holds any of them. `unrecorded`: rows that do not
+    record their machine count as computed on that kind."""
     random = not all(is_grid(v) for v in space.values())
     check_kind(sources, searcher or ("random draws" if random else None), num_samples)
     planned = planned_ids(base, space)
+    on = only_kind(where, sources)
     chosen: dict[str, tuple[str, dict[str, pd.DataFrame], pd.Series]] = {}
     record = []
     for name in dict.fromkeys(sources):
@@ -123,6 +171,7 @@ def find_copies(results: str, sources: tuple[str, ...], own: str, base: RunConfi
         trials = frames["trials"]
         rows = trials[trials["trial_id"].isin(planned) & (trials["status"] == TERMINATED)]
         taken: list[int] = []
+        machines: set[str] = set()
         for _, row in rows.iterrows():
             tid = row["trial_id"]
             if tid in chosen:
@@ -133,11 +182,12 @@ def find_copies(results: str, sources: tuple[str, ...], own: str, base: RunConfi
                                       f"{row['acc']}): the same config computed otherwise",
                                       "one of them, or leave --copy-from out to run it")
                 continue
+            machines.add(machine_of(name, row, on, unrecorded, sources))
             chosen[tid] = (name, frames, row)
             taken.append(int(row["seed"]))
         if taken:
-            record.append({"study": name, "trials": len(taken),
-                           "seeds": sorted(set(taken)), "fcl_git": commits})
+            record.append({"study": name, "trials": len(taken), "seeds": sorted(set(taken)),
+                           "fcl_git": commits, "machine": sorted(machines)})
     if not chosen:
         return None
     left = [p for tid, p in planned.items() if tid not in chosen]
@@ -166,15 +216,6 @@ def copied_frames(chosen: dict, own: str) -> dict[str, pd.DataFrame]:
         frame["study"] = own
         out[name] = frame
     return out
-
-
-def for_plan(plan) -> Copies | None:
-    """`find_copies` for a study plan (`fcl.tune.plan.StudyPlan`, its threads resolved); None
-    without `--copy-from`."""
-    if not plan.opts.copy_from:
-        return None
-    return find_copies(plan.opts.results, plan.opts.copy_from, plan.name, plan.cfg, plan.space,
-                       plan.study.searcher, plan.opts.num_samples)
 
 
 def merged(copied: Copies | None, part: extend.StoredPart | None,

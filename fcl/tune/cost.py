@@ -3,7 +3,6 @@ and, where a CPU rate was measured, in minutes. Runs nothing."""
 from __future__ import annotations
 
 import itertools
-import os
 from typing import TextIO
 
 import ray
@@ -11,7 +10,9 @@ import torch
 
 from fcl.config import RunConfig, with_overrides
 from fcl.data.datasets import ImageDataset
-from fcl.tune import cluster, copies, extend, nodes, schedulers, space as spaces
+from fcl.tune import cluster, nodes, schedulers, space as spaces
+from fcl.tune.left_to_run import left_to_run
+from fcl.tune.node_kinds import study_kinds
 from fcl.tune.plan import StudyPlan
 from fcl.federated.participation import training_samples
 from fcl.tune.data_sharing import dataset_key
@@ -45,7 +46,10 @@ def dry_run(plan: StudyPlan, out: TextIO) -> StudyOutcome:
     on = on or nodes.one_node(have)
     res = plan.resources(have, autoscales, on)
     n = nodes.concurrency(on, res.cpus, res.gpus, plan.opts.max_concurrent)
-    space, notes = what_runs(plan, res.threads)
+    cfg = plan.cfg if plan.cfg.run.threads else with_overrides(plan.cfg,
+                                                                {"run.threads": res.threads})
+    left = left_to_run(plan, cfg, lambda: study_kinds(plan.address, res.cpus, res.gpus))
+    space, notes = left.space, left.notes()
     trials, table = plan_table(space, plan.cfg, plan.opts.num_samples, plan.datasets, n,
                                res.threads, res.gpus, plan.study.searcher is not None,
                                plan.trial_seeds)
@@ -56,29 +60,6 @@ def dry_run(plan: StudyPlan, out: TextIO) -> StudyOutcome:
         print(f"scheduler: {schedulers.describe(plan.scheduler, rf)} (the cost above is the "
               "most it can take)", file=out)
     return StudyOutcome(trials)
-
-
-def what_runs(plan: StudyPlan, threads: int) -> tuple[Space, list[str]]:
-    """The grid Tune would run, as the study itself decides it: without the trials its stored
-    results already hold (`--seeds` added, `fcl.tune.extend`) and those `--copy-from` copies
-    (`fcl.tune.copies`); with a line for each. A trial's id needs its threads resolved."""
-    if plan.study.searcher is not None or plan.opts.fresh:
-        return plan.space, []
-    cfg = plan.cfg if plan.cfg.run.threads else with_overrides(plan.cfg, {"run.threads": threads})
-    space, notes = plan.space, []
-    part = extend.stored_part(os.path.join(plan.opts.results, plan.name), plan.manifest(), space,
-                              cfg)
-    if part is not None:
-        space = extend.missing_space(space, part)
-        notes.append(f"keeps the {len(part.frames['trials'])} stored trials of seeds "
-                     f"{extend.seed_range(part.seeds)}; runs the new seeds' only")
-    if plan.opts.copy_from:
-        copied = copies.find_copies(plan.opts.results, plan.opts.copy_from, plan.name, cfg,
-                                    space, None, plan.opts.num_samples)
-        if copied is not None:
-            space = copied.space_left
-            notes.append(copied.line(len(grid_points(space)), planned=True))
-    return space, notes
 
 
 def connected_resources(address: str | None) -> tuple[dict, bool, list]:

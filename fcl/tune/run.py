@@ -29,6 +29,8 @@ from fcl.results_io import ERROR, TERMINATED
 from fcl.tune import (checkpoints, cluster, copies, disk_full, export, extend, locations, nodes,
                       progress, state as states, stop_request, termination, waits)
 from fcl.tune.cost import dry_run
+from fcl.tune.left_to_run import left_to_run
+from fcl.tune.node_kinds import study_kinds
 from fcl.tune.plan import StudyPlan, check_sets, plan_study
 from fcl.tune.optuna_storage import FLAG as OPTUNA_FLAG, dashboard_command, reconciled_line
 from fcl.tune.data_sharing import dataset_key
@@ -111,11 +113,9 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
         # (not under Ray Client: Tune's loop, and so the callback's signal, runs on the head)
         watch = None if autoscales or cluster.is_client() else nodes.InfeasibleWatch(res.cpus,
                                                                                     res.gpus)
-        part = stored_part(plan)
-        tune_plan = replace(plan, space=extend.missing_space(plan.space, part)) if part else plan
-        copied = copies.for_plan(tune_plan)
-        if copied is not None:
-            tune_plan = replace(tune_plan, space=copied.space_left)
+        left = left_to_run(plan, plan.cfg, lambda: study_kinds(plan.address, res.cpus, res.gpus,
+                                                               on))
+        part, copied, tune_plan = left.part, left.copied, replace(plan, space=left.space)
         grid, interrupted = fit(tune_plan, state, res, out, table, watch, t0, plan.manifest())
         if no_node := stop_request.stops(stop_request.NO_NODE):
             raise ConfigError("--cpus-per-trial", f"{res.cpus:g}", no_node[0].detail,
@@ -200,15 +200,6 @@ def disk_full_error(opts: StudyOptions, state: states.TuneState, who: str) -> Co
                        opts.storage or opts.results, f"the disk filled up ({who}: No space left "
                        f"on device); the study stopped, its Tune state kept in {state.path}",
                        f"free some space, then continue with: {resume}")
-
-
-def stored_part(plan: StudyPlan) -> extend.StoredPart | None:
-    """The stored study this one adds seeds to (`fcl.tune.extend`), if it does: found again on
-    `--resume`, since the stored results stay in place until the export replaces them."""
-    if plan.study.searcher is not None or plan.opts.fresh:
-        return None
-    return extend.stored_part(os.path.join(plan.opts.results, plan.name), plan.manifest(),
-                              plan.space, plan.cfg)
 
 
 def export_study(plan: StudyPlan, grid, interrupted: str, wall_s: float, out: TextIO,

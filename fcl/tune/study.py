@@ -67,6 +67,7 @@ class StudyOptions:
     seed_offsets: tuple[int, int] | None = None   # a grid's seeds: base seed + lo .. + hi - 1
     #                                              (a look of `--seeds auto`); None: `seeds`
     copy_from: tuple[str, ...] = ()      # stored studies to copy identical trials from
+    copy_unrecorded_cpu: bool = False    # copy rows that do not record their machine too
     #                                      (`fcl.tune.copies`)
 
 
