@@ -46,7 +46,7 @@ def kind_of(info: dict[str, str], fallback: str = "") -> str:
 
 @functools.cache
 def cpu_kind() -> str:
-    """This machine's CPU kind, e.g. `Intel(R) Xeon(R) Processor (AVX2, AVX-512, AVX512-BF16,
+    """The CPU kind of the machine this process runs on, e.g. `Intel(R) Xeon(R) Processor (AVX2, AVX-512, AVX512-BF16,
     AVX512-FP16, AMX-BF16)`."""
     try:
         with open(CPUINFO) as f:
@@ -79,7 +79,7 @@ class Kind:
 
 
 def this_kind(gpu: bool = False) -> Kind:
-    """This machine's kind, for a run on its CPU or (`gpu`) on its first visible GPU."""
+    """The kind of the machine this process runs on, for a run on its CPU or (`gpu`) on its first visible GPU."""
     import torch
 
     return Kind(cpu_kind(), gpu_kind("cuda") if gpu else "", torch.__version__)

@@ -1,6 +1,6 @@
-"""The kind of machine (`fcl.machine_kind.Kind`) a study's trials will compute on: this machine's
-for a Ray the driver started; on a joined cluster, each live node that can hold a trial says its
-own, from a task of no CPU (and the trial's GPU share) placed there. `--copy-from` copies a
+"""The kind of machine (`fcl.machine_kind.Kind`) a study's trials will compute on: the driver's
+machine's for a Ray the driver started; on a joined cluster, each live node that can hold a
+trial says its own, from a task of no CPU (and the trial's GPU share) placed there. `--copy-from` copies a
 stored trial only onto the kind that computed it (`fcl.tune.copies`)."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ TIMEOUT_S = 180
 
 def trial_kinds(on: list[Node] | None, cpus: float, gpus: float) -> dict[Kind, list[str]]:
     """{kind: the nodes (ip) of that kind} among `on`'s nodes that hold a trial of `cpus` CPUs
-    and `gpus` GPUs; `on` None: this machine (a local Ray, or no Ray yet)."""
+    and `gpus` GPUs; `on` None: the driver's machine (a Ray it started, or no Ray yet)."""
     if on is None:
-        return {this_kind(gpus > 0): ["this machine"]}
+        return {this_kind(gpus > 0): ["the driver's machine"]}
     able = [n for n in on if slots(n, cpus, gpus)]
     ask = ray.remote(num_cpus=0, num_gpus=gpus, max_retries=0)(this_kind)
     refs = [ask.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False)
@@ -35,7 +35,7 @@ def trial_kinds(on: list[Node] | None, cpus: float, gpus: float) -> dict[Kind, l
 
 def study_kinds(address: str | None, cpus: float, gpus: float,
                 on: list[Node] | None = None) -> dict[Kind, list[str]]:
-    """`trial_kinds` for a study at `address` (None: a Ray on this machine); `on`: the live
+    """`trial_kinds` for a study at `address` (None: a Ray on the driver's machine); `on`: the live
     nodes of the cluster the driver has joined, else it joins just to ask (the dry run)."""
     if address is None:
         return trial_kinds(None, cpus, gpus)
