@@ -9,7 +9,8 @@ For every setting (the config keys the study's manifest says it varies, seed asi
 per value, the mean of (setting - reference) over the seeds both ran, its 95% t-interval
 half-width and the number of seeds, as a Markdown table. The reference must match one setting.
 A study folder whose manifest is missing or disagrees with its files is refused in one line
-(`analysis/study_folder.py`), exit code 2.
+(`analysis/study_folder.py`), exit code 2. Seeds whose trials ran on several kinds of machine
+are named on stderr (`analysis/machine_mix.py`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import sys
 
 import pandas as pd
 
+from analysis.machine_mix import note
 from analysis.output_paths import path_problem
 from analysis.seed_stats import t975
 from analysis.study_tables import (MissingStudy, SchemaError, fmt_value, load_study,
@@ -112,5 +114,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m analysis paired")
     except (MissingStudy, SchemaError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    mixed = note(args.study, study.trials)
+    if mixed:
+        print(mixed, file=sys.stderr)
     print(markdown(table, args.value))
     return 0

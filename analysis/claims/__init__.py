@@ -31,7 +31,8 @@ on `mean_drop`, never on BWT_f, which counts gains against drops; a claim about 
 BWT_f. Where the setting claimed to drop more has no boundary term dropping more than 5 points
 in any seed, a drop claim is *not testable in this regime*. Drift is printed in units of
 1e-3. Each cell: every comparison as `mean ± 95% half-width (seeds)`, then the
-verdict. The last row counts the verdicts per folder.
+verdict. The last row counts the verdicts per folder. A study whose trials of one seed ran on
+several kinds of machine is named on stderr (`analysis/machine_mix.py`).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from analysis.claims import fcl_paper, flocora
 from analysis.claims.judging import (FAILS, HOLDS, NOT_TESTABLE, OPEN, UNTESTED, VERDICTS,
                                      Claim, Comparison, Untested, cell_text, compare,
                                      drops_seen, verdict, with_round_values)
+from analysis.machine_mix import note
 from analysis.output_paths import first_path_problem
 from analysis.seed_stats import t975
 from analysis.study_tables import MissingStudy, SchemaError, load_study
@@ -68,6 +70,9 @@ def judge(claim: Claim, folder: Path, cache: dict) -> tuple[str, str]:
         try:
             loaded = load_study(folder, claim.study)
             cache[key] = with_round_values(loaded), loaded.manifest.seeds_auto
+            mixed = note(f"{folder}/{claim.study}", loaded.trials)
+            if mixed:
+                print(mixed, file=sys.stderr)
         except MissingStudy:
             cache[key] = None, None
     trials, seeds_auto = cache[key]
