@@ -393,20 +393,10 @@ def measure(results: list[dict]) -> dict:
 
 
 def cpu_in_words() -> str:
-    """The CPU as lscpu names it, its cores, and its vector extensions in words."""
-    info = {}
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            key, _, value = line.partition(":")
-            info[key.strip()] = value.strip()
-    except OSError:
-        pass
-    flags = set(info.get("Flags", "").split())
-    ext = [name for flag, name in (("avx2", "AVX2"), ("avx512f", "AVX-512"),
-                                   ("avx512_bf16", "AVX512-BF16"), ("amx_bf16", "AMX"))
-           if flag in flags]
-    return (f"{info.get('Model name', 'unknown CPU')}, {os.cpu_count()} logical CPUs, "
-            f"{', '.join(ext) or 'no AVX2'}")
+    """The CPU kind every fcl row records (`fcl.machine_kind.cpu_kind`: model name and vector
+    extensions) and its logical CPUs."""
+    from fcl.machine_kind import cpu_kind
+    return f"{cpu_kind()}, {os.cpu_count()} logical CPUs"
 
 
 def build_parser() -> argparse.ArgumentParser:
