@@ -1,9 +1,9 @@
 """The m-th smallest of many values, exactly `torch.kthvalue`'s, in a few vectorized passes.
 
 ZeroFL's sparse training (`fcl.methods.zerofl`) takes a top-K threshold of every conv's input
-activations at every step; on a CPU, `torch.kthvalue` over a million values costs several
-convolutions (one thread, a selection in place). On a CPU, `kth_smallest` brackets the answer
-instead (elsewhere it is `torch.kthvalue`):
+activations at every step; on one CPU thread (a trial's) `torch.kthvalue` over a million values
+costs more than the convolution it thresholds. On a CPU, `kth_smallest` brackets the answer
+instead (elsewhere it is `torch.kthvalue`: the bracket's host syncs would cost a GPU more):
 
     sample   S values at fixed pseudo-random positions (a generator of its own, seeded by the
              tensor's size: the same positions every call, no draw from torch's global RNG)
@@ -41,7 +41,7 @@ def kth_smallest(values: torch.Tensor, m: int) -> torch.Tensor:
     n = values.numel()
     if not 1 <= m <= n:
         raise ValueError(f"kth_smallest: m={m}; allowed: 1 to {n}")
-    if n < DIRECT_BELOW or values.device.type != "cpu":    # a GPU's kthvalue is a sort already
+    if n < DIRECT_BELOW or values.device.type != "cpu":
         return torch.kthvalue(values, m).values
     sample = values[_sample_positions(n, values.device)].sort().values
     q = m / n
