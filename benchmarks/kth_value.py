@@ -2,7 +2,7 @@
 the tensors a ZeroFL run really thresholds.
 
     python benchmarks/kth_value.py [--preset flocora-cifar10-lowrank] [--sparsity 0.82 0.973]
-                                   [--reps 5] [--threads 1]
+                                   [--reps 5] [--steps 20] [--threads 1]
 
 A short ZeroFL run of the preset (1 round, 50 images a class, one thread: a study's trial)
 records the first tensor of every kind `top_k` sees (shape, layout, dtype, density: weights in
@@ -13,8 +13,7 @@ A sparsity's summary line weighs each kind by its count (the top-K time of a rou
 then times the preset's ZeroFL training step (`fcl.bench.training_step`: one SGD step at the
 client batch size, in the run's compute mode) with SWAT's top_k each way, interleaved, best of
 `--steps`: what a trial's training gains (its evaluations run the sparse forward too, on the
-weights only).
-Needs CIFAR-10 under the preset's `data.root`.
+weights only). Needs CIFAR-10 under the preset's `data.root`.
 """
 from __future__ import annotations
 
