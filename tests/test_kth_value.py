@@ -3,7 +3,9 @@ every kind of tensor ZeroFL's top-K meets, and `top_k` built on it keeps the sam
 the same layout, as the plain kthvalue + where it replaced."""
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,15 +15,16 @@ from fcl.federated.kth_value import flat_view, kth_smallest
 from fcl.federated.pruning import top_k, top_k_count
 
 
-def reference_top_k(t: torch.Tensor, density: float) -> torch.Tensor:
-    """top_k as it was: torch.kthvalue over |t| and torch.where."""
-    n = t.numel()
-    k = top_k_count(n, density)
-    if k >= n:
-        return t
-    mags = t.detach().abs().reshape(-1)
-    threshold = torch.kthvalue(mags.float(), n - k + 1).values.to(mags.dtype)
-    return torch.where(t.abs() >= threshold, t, torch.zeros_like(t))
+def _benchmark():
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "kth_value.py"
+    spec = importlib.util.spec_from_file_location("kth_value_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# top_k as it was (torch.kthvalue over |t|, torch.where): the benchmark's reference
+reference_top_k = _benchmark().top_k_by_kthvalue
 
 
 def tensors() -> dict[str, torch.Tensor]:
