@@ -19,6 +19,7 @@ from typing import Callable
 from fcl import __version__
 from fcl.cli_args import EXIT_USAGE, OneLineParser, add_config_arguments, config_from_args
 from fcl.config import ConfigError, describe_keys, iter_fields, one_line
+from fcl.data.errors import DataError
 from fcl.bench_command import _add_bench, main_bench
 from fcl.presets import PRESETS, preset
 from fcl.run_command import _add_run, main_run
@@ -139,15 +140,24 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     shown = help_preset(list(argv or [])) if argv and ("-h" in argv or "--help" in argv) \
         else None
+    named = command_named(argv or [])
     for name, (add_arguments, _, help_) in COMMANDS.items():
+        if name != named:        # listed only: building a command's arguments can import torch
+            sub.add_parser(name, help=help_, description=help_)
+            continue
         p = sub.add_parser(name, help=help_, description=help_,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=None if name in NO_KEYS else
-                           keys_epilog(shown if argv and argv[0] == name else None))
+                           epilog=None if name in NO_KEYS else keys_epilog(shown))
         add_arguments(p)
     for name, help_ in {**ANALYSIS, "study": STUDY_HELP}.items():   # `main` runs them first
         sub.add_parser(name, help=help_, add_help=False)
     return parser
+
+
+def command_named(argv: list[str]) -> str | None:
+    """The command on the line: its first word that is not a flag (the top-level flags take no
+    value), or None."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def asks_version(argv: list[str]) -> bool:
@@ -222,7 +232,6 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_USAGE
-    from fcl.data.datasets import DataError
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:

@@ -194,6 +194,26 @@ def test_a_bad_key_or_value_is_refused_before_torch_is_imported(argv, says):
     assert done.stderr.count("\n") == 1 and says in done.stderr
 
 
+@pytest.mark.parametrize("argv, rc", [(["ls", "{empty}"], "0"), (["--help"], "0"),
+                                      (["lss"], "2")])
+def test_commands_that_train_nothing_do_not_import_torch(argv, rc, tmp_path):
+    """`fcl ls`, `fcl --help` and a mistyped command build only the command on the line: the
+    other commands' arguments import torch (about 2 s)."""
+    argv = [a.format(empty=tmp_path) for a in argv]
+    code = FAST_REFUSAL.replace("rc = main(sys.argv[1:])",
+                                "try:\n    rc = main(sys.argv[1:])\nexcept SystemExit as e:\n"
+                                "    rc = e.code")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert done.stdout.split()[-4:-1] == [rc, "False", "False"], done.stdout + done.stderr
+
+
+def test_help_of_a_command_still_lists_every_command():
+    from fcl.cli import COMMANDS, build_parser
+    text = build_parser(["ls", "--help"]).format_help()
+    assert all(name in text for name in COMMANDS)
+
+
 def test_a_key_far_from_every_known_one_gets_no_guess():
     from fcl.config import did_you_mean, field_types
     assert did_you_mean("zzzz.qqqq", field_types()) == ""

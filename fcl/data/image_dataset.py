@@ -8,9 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-
-class DataError(RuntimeError):
-    """A data set that is missing or malformed; the CLI prints it as one line and exits 2."""
+from fcl.data.errors import DataError  # noqa: F401  (re-exported: every loader raises it)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import sys
 
 from fcl.cli_args import EXIT_USAGE, OneLineParser, parse_sets
 from fcl.config import ConfigError, one_line
-from fcl.data.datasets import DataError
+from fcl.data.errors import DataError
 from fcl.presets import STUDY_PRESETS
 from fcl.tune import termination
 from fcl.tune.auto_seeds import AutoSeeds, parse_auto, run_auto
