@@ -5,8 +5,10 @@
 Bad input (an unknown key, a wrong type, an out-of-range value, a missing data set) prints one
 line `error: <key>=<value>: <why>; allowed: ...` and exits with code 2, no traceback.
 
-The module imports neither torch nor Ray: each command imports what it needs when it runs, and
-`fcl --version` answers before the parser (whose subcommands' arguments import torch) is built.
+The module imports neither torch nor Ray: each command imports what it needs when it runs,
+`fcl --version` answers before the parser is built, and the parser builds the arguments of the
+command on the line only (`fcl run`'s and `fcl bench`'s import torch): `fcl ls` and `fcl --help`
+load no torch.
 """
 from __future__ import annotations
 
