@@ -30,6 +30,7 @@ from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.curves import VALUE_RANGE, clip_axis, curve_stats, draw_band, panels, tag
 from analysis.figures.files import Produced, markdown_table, mean_pm, save_figure, save_table
+from analysis.figures.flocora_regime import with_regime
 from analysis.labels import adapter_label, bits_label, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import per_trial_round, seed_summary
@@ -62,7 +63,7 @@ def fig2_flocora(study: Study, out: Path) -> Produced:
     data = pd.concat(summaries, ignore_index=True)
     fig.suptitle(f"FLoCoRA Fig. 2: accuracy vs rank ({study.name}; "
                  f"{over_seeds(data['n'].dropna(), 'and 95% CI')})")
-    paths = save_figure(fig, out, "flocora_fig2", study.provenance)
+    paths = save_figure(fig, out, "flocora_fig2", with_regime(study.provenance, study.trials))
     return Produced(paths, data)
 
 
@@ -190,7 +191,8 @@ def fig3_flocora(study: Study, out: Path, refs: dict[str, Study] | None = None) 
     fig.suptitle(f"FLoCoRA Fig. 3: accuracy over rounds, FedAvg vs FP vs quantized LoRA "
                  f"({study.name}; {over_seeds(data['n'], 'and 95% band')})")
     source = study.provenance + ("" if ref is None else f"; FedAvg {ref.provenance}")
-    return Produced(save_figure(fig, out, "flocora_fig3", source), data)
+    return Produced(save_figure(fig, out, "flocora_fig3", with_regime(source, study.trials)),
+                    data)
 
 
 def _fedavg_mb(t: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -240,5 +242,5 @@ def table_iii_flocora(study: Study, out: Path, refs: dict[str, Study] | None = N
           f"clients), how many times less than full-model FedAvg sends in the same run, and "
           f"ACC ({over_seeds(stats['acc_n'])}).{fedavg_from}\n\n" + markdown_table(header, rows))
     source = study.provenance + ("" if ref is None else f"; FedAvg {ref.provenance}")
-    paths = save_table(stats, md, out, "flocora_table3", source)
+    paths = save_table(stats, md, out, "flocora_table3", with_regime(source, study.trials))
     return Produced(paths, stats.reset_index(drop=True))

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.figures.files import Produced, markdown_table, mean_pm, same_seed_diff, save_table
+from analysis.figures.flocora_regime import with_regime
 from analysis.labels import over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary
@@ -75,5 +76,6 @@ def table_ii_flocora(study: Study, out: Path) -> Produced:
           f"rounds and clients), ACC ({over_seeds(stats['acc_n'])}) and its same-seed "
           f"difference from Vanilla (mean and 95% t-interval over the seeds both ran).\n\n"
           + markdown_table(header, rows))
-    paths = save_table(stats, md, out, "flocora_table2", study.provenance)
+    paths = save_table(stats, md, out, "flocora_table2",
+                       with_regime(study.provenance, study.trials))
     return Produced(paths, stats)

@@ -21,6 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from analysis.figures.curves import panels, tag
 from analysis.figures.files import (Produced, markdown_table, mean_pm, same_seed_diff,
                                     save_figure, save_table)
+from analysis.figures.flocora_regime import with_regime
 from analysis.labels import adapter_label, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary
@@ -219,7 +220,7 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
     seeds = over_seeds(data.loc[data["kind"] != "FedAvg", "d_n"], "and paired 95% CI")
     fig.suptitle(f"FLoCoRA Table IV: ACC minus FedAvg's of the same seed, against the upload "
                  f"and the total communication per client\n({study.name}; {seeds})")
-    paths = save_figure(fig, out, "flocora_table4", study.provenance)
+    paths = save_figure(fig, out, "flocora_table4", with_regime(study.provenance, study.trials))
     values_note = "" if "values_mb_per_client" in data else (
         " The trials table stores no values-only bytes (the pruned and ZeroFL messages are "
         "counted in their sparse encoding, positions included; `fcl params` prints the "
@@ -233,5 +234,6 @@ def table_iv_flocora(study: Study, out: Path) -> Produced:
           f"only the upload; their download is the dense model).{values_note}\n\n" + "\n".join(parts)
           + "\nThe paper's figures for Table IV, quoted from its text (the table's own numbers "
             "are not in it):\n\n" + "\n\n".join(f"> {q}" for q in TABLE_IV_QUOTES) + "\n")
-    paths += save_table(data, md, out, "flocora_table4", study.provenance)
+    paths += save_table(data, md, out, "flocora_table4",
+                        with_regime(study.provenance, study.trials))
     return Produced(paths, data)
