@@ -403,16 +403,51 @@ def test_dry_run_minutes_come_from_a_rate_measured_on_this_machine(capsys, monke
     config (the test replaces it by 500 samples/s) plus Ray's start of each trial, over the trials
     that run at once; a real measurement of the smoke model is positive."""
     import fcl.bench
+    from fcl.tune import cost
     from fcl.tune.cost import RUN_FIXED_S
     assert fcl.bench.step_rate(fcl.configure("smoke"), (3, 32, 32), [2] * 5, 1, 0.2) > 0
     monkeypatch.setattr(fcl.bench, "step_rate",
                         lambda cfg, shape, classes, threads, seconds: 500.0)
+    monkeypatch.setattr(cost, "_RATES", {})           # no rate an earlier test measured
     assert run_study_cli(load_study("search"), ["--preset", "smoke", "--dry-run",
                                                 "--max-concurrent", "2"]) == 0
     out = capsys.readouterr().out
     minutes = (13_500 / 500 + 20 * RUN_FIXED_S) / 2 / 60
     assert f"; about {minutes:.1f} min (at most " in out
-    assert "at 500 training samples/s per trial (measured now: SGD steps" in out
+    assert "at 500 training samples/s per trial (measured by this command: SGD steps" in out
+
+
+def test_a_command_measures_each_models_rate_once(monkeypatch):
+    """Pricing a second study of the same model, compute mode and threads reuses the rate this
+    command measured (run_all's dry run prices every study); a longer look, another thread
+    count or another model measures again."""
+    import fcl.bench
+    from fcl.tune import cost
+    looks = []
+
+    def step_rate(cfg, shape, classes, threads, seconds):
+        looks.append((cfg.model.width, threads, seconds))
+        return 100.0 * len(looks)
+
+    monkeypatch.setattr(fcl.bench, "step_rate", step_rate)
+    monkeypatch.setattr(cost, "_RATES", {})
+    cfg = fcl.configure("smoke")
+    datasets = {cost.dataset_key(cfg): _Shape()}
+    other_lr = fcl.configure("smoke", {"client.lr": 0.5, "rounds": 10})
+    wider = fcl.configure("smoke", {"model.width": 32})
+    assert cost.measured_rate(cfg, datasets, 1, seconds=0.5) == 100.0
+    assert cost.measured_rate(other_lr, datasets, 1, seconds=0.5) == 100.0   # the same model
+    assert cost.measured_rate(cfg, datasets, 1, seconds=2.0) == 200.0         # a longer look
+    assert cost.measured_rate(cfg, datasets, 1, seconds=0.5) == 200.0
+    assert cost.measured_rate(cfg, datasets, 2, seconds=0.5) == 300.0
+    assert cost.measured_rate(wider, datasets, 1, seconds=0.5) == 400.0
+    assert looks == [(16, 1, 0.5), (16, 1, 2.0), (16, 2, 0.5), (32, 1, 0.5)]
+
+
+class _Shape:
+    """What `measured_rate` reads of a data set: its image shape and classes."""
+    image_shape = (3, 32, 32)
+    num_classes = 10
 
 
 def test_fcl_run_help_shows_the_presets_values_as_defaults():

@@ -132,23 +132,39 @@ def plan_table(space: Space, base: RunConfig, num_samples: int, datasets: dict,
         minutes = [_minutes(cpu_seconds(n, runs, rate) / concurrent / 60) for n in (mean, most)]
         upto = f" (at most {minutes[1]})" if most > mean else ""
         cost += (f"; about {minutes[0]} min{upto} at {concurrent} trials at a time, at "
-                 f"{rate:.0f} training samples/s per trial (measured now: SGD steps of the base "
-                 f"config's model on {threads} thread{'s' if threads > 1 else ''}, taken as what "
-                 "each trial gets; its evaluations and Ray's start of each trial come on top)")
+                 f"{rate:.0f} training samples/s per trial (measured by this command: SGD "
+                 f"steps of the base config's model on {threads} thread"
+                 f"{'s' if threads > 1 else ''}, taken as what each trial gets; its evaluations "
+                 "and Ray's start of each trial come on top)")
     return trials, "\n".join(trial_lines(space, points, searched) + [cost])
+
+
+# (model, compute mode, batch, momentum, seed, image shape, tasks, threads) -> (samples/s, the
+# seconds its look took): the rates this command has measured
+_RATES: dict[tuple, tuple[float, float]] = {}
 
 
 def measured_rate(cfg: RunConfig, datasets: dict, threads: int, seconds: float = 2.0) -> float:
     """Training samples/s of one trial of `cfg` on `threads` threads, measured for about
     `seconds` where the dry run runs (`fcl.bench.step_rate`: its model, compute mode and batch
-    size)."""
+    size). Measured once per command for each model, compute mode, batch and thread count:
+    `run_all.py`'s next study or `--auto-seeds`' next batch reuses a look at least as long
+    (each look is 2 s plus the model's build and warm-up)."""
     from fcl.bench import step_rate
     ds = datasets[dataset_key(cfg)]
     per_task = max(1, ds.num_classes // cfg.data.num_tasks)
     # the weights do not change the speed, and they may be a file only the nodes have
     random_init = with_overrides(cfg, {"model.weights": "", "model.pretrained": "none"})
-    return step_rate(random_init, ds.image_shape, [per_task] * cfg.data.num_tasks, threads,
+    key = (repr(random_init.model), repr(random_init.run), random_init.client.batch_size,
+           random_init.client.momentum, random_init.seed, tuple(ds.image_shape), per_task,
+           cfg.data.num_tasks, threads)
+    known = _RATES.get(key)
+    if known is not None and known[1] >= seconds:
+        return known[0]
+    rate = step_rate(random_init, ds.image_shape, [per_task] * cfg.data.num_tasks, threads,
                      seconds)
+    _RATES[key] = (rate, seconds)
+    return rate
 
 
 def _minutes(m: float) -> str:
