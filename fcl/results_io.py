@@ -154,8 +154,12 @@ def methods_as_today(rows: pd.DataFrame) -> pd.DataFrame:
     if "model.adapter" not in rows or not len(rows) or \
             not any(m.spelled_before for m in methods().values()):
         return rows
-    model = rows[[c for c in rows if c.startswith("model.")]].to_dict("records")
-    names = [method_of(row).name for row in model]
+    model = rows[[c for c in rows if c.startswith("model.")]]
+    # one look per distinct model config: a rounds table repeats its trial's on every row
+    group = model.groupby(list(model.columns), dropna=False, sort=False).ngroup().to_numpy()
+    firsts = model[~pd.Series(group).duplicated().to_numpy()].to_dict("records")
+    names = [method_of(row).name for row in firsts]
+    names = [names[g] for g in group]
     if names == rows["model.adapter"].tolist():
         return rows
     out = rows.copy()
