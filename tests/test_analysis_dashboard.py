@@ -549,3 +549,18 @@ def test_search_titles_wrap_their_axes_and_say_when_trials_are_few():
     few = importance_chart(trials(6), keys).layout.title.text
     assert "over 6 finished trials" in few and "(so few: indicative only)" in few
     assert "indicative" not in importance_chart(trials(12), keys).layout.title.text
+
+
+def test_settings_labels_are_each_rows_label_made_once_per_setting():
+    """`settings_labels` names each distinct setting once and gives every row its setting's
+    name: the same as labelling row by row, NaN, ints, floats and repeats included."""
+    from analysis.dashboard.charts import setting_label, settings_labels
+    df = pd.DataFrame({"server.optimizer": ["fedadam", "fedavg", "fedadam", "fedavg", "fedadam"],
+                       "server.lr": [0.5, 1.0, 0.5, float("nan"), 0.05],
+                       "client.local_epochs": [1, 2, 1, 2, 1], "acc": [1.0, 2, 3, 4, 5]},
+                      index=[10, 11, 12, 13, 14])
+    keys = ["server.optimizer", "server.lr", "client.local_epochs"]
+    rows = pd.Series([setting_label(r, keys) for _, r in df.iterrows()], index=df.index)
+    assert settings_labels(df, keys).equals(rows)
+    assert settings_labels(df, []).tolist() == ["all trials"] * 5
+    assert settings_labels(df.iloc[:0], keys).empty

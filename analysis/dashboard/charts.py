@@ -27,7 +27,16 @@ def setting_label(row: pd.Series, keys: list[str]) -> str:
 
 
 def settings_labels(df: pd.DataFrame, keys: list[str]) -> pd.Series:
-    return df.apply(lambda r: setting_label(r, keys), axis=1) if len(df) else pd.Series(dtype=str)
+    """Each row's `setting_label`, made once per distinct setting (a rounds table repeats its
+    trial's on every row)."""
+    if not len(df):
+        return pd.Series(dtype=str)
+    if not keys:
+        return pd.Series("all trials", index=df.index)
+    group = df.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+    first = ~pd.Series(group).duplicated().to_numpy()
+    labels = [setting_label(row, keys) for row in df[first].to_dict("records")]
+    return pd.Series([labels[g] for g in group], index=df.index)
 
 
 Labeller = Callable[[pd.DataFrame, list[str]], pd.Series]   # rows, keys -> a setting's name
