@@ -41,4 +41,4 @@ def test_no_line_without_the_columns_it_reads():
     assert regime_line(rows().drop(columns=["full_fedavg_bytes"])) is None
     assert with_regime("drawn from x · commit a", rows().drop(columns=["tcc_bytes"])) == \
         "drawn from x · commit a"
-    assert with_regime("drawn from x · commit a", rows()).startswith("drawn from x · commit a\n")
+    assert with_regime("drawn from x · commit a", rows()).endswith("\ndrawn from x · commit a")

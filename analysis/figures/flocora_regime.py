@@ -1,8 +1,9 @@
-"""The regime a FLoCoRA figure or table was drawn in, as a line under its provenance: the model,
-and how many times smaller LoRA r 32's message is than full-model FedAvg's there, beside
-FLoCoRA's ResNet-8 (4.8x at full precision, its Table III). FLoCoRA's claims are about LoRA being
-low-rank; at `resnet_tiny` width 16 r 32 reaches full rank and its message is only 1.18x smaller,
-which a reader of the figure should see without opening the README.
+"""The regime a FLoCoRA figure or table was drawn in, in the lines above its provenance (which
+stays the last line of a table and of a figure's footer): the model, and how many times smaller
+LoRA r 32's message is than full-model FedAvg's there, beside FLoCoRA's ResNet-8 (4.8x at full
+precision, its Table III). FLoCoRA's claims are about LoRA being low-rank; at `resnet_tiny`
+width 16 r 32 reaches full rank and its message is only 1.18x smaller, which a reader of the
+figure should see without opening the README.
 
 The ratio is read from the stored rows (`full_fedavg_bytes / tcc_bytes`, both links, as the
 encoder counted them) of the trials that ran LoRA as FLoCoRA's Table III does: r 32, 32-bit
@@ -50,6 +51,6 @@ def model_name(row: pd.Series) -> str:
 
 
 def with_regime(source: str, trials: pd.DataFrame) -> str:
-    """`source` (a provenance line) with the regime line under it, where there is one."""
+    """`source` (a provenance line) with the regime above it, where there is one."""
     line = regime_line(trials)
-    return source if line is None else f"{source}\n{line}"
+    return source if line is None else f"{line}\n{source}"
