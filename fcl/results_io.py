@@ -155,16 +155,21 @@ def methods_as_today(rows: pd.DataFrame) -> pd.DataFrame:
             not any(m.spelled_before for m in methods().values()):
         return rows
     model = rows[[c for c in rows if c.startswith("model.")]]
-    # one look per distinct model config: a rounds table repeats its trial's on every row
-    group = model.groupby(list(model.columns), dropna=False, sort=False).ngroup().to_numpy()
-    firsts = model[~pd.Series(group).duplicated().to_numpy()].to_dict("records")
-    names = [method_of(row).name for row in firsts]
-    names = [names[g] for g in group]
+    names = per_distinct_row(model, lambda row: method_of(row).name)
     if names == rows["model.adapter"].tolist():
         return rows
     out = rows.copy()
     out["model.adapter"] = pd.Series(names, index=rows.index, dtype=rows["model.adapter"].dtype)
     return out
+
+
+def per_distinct_row(frame: pd.DataFrame, fn) -> list:
+    """`fn(row as a dict)` for every row of `frame`, called once per distinct row (NaN equal to
+    NaN): a rounds table repeats its trial's settings on every row."""
+    group = frame.groupby(list(frame.columns), dropna=False, sort=False).ngroup().to_numpy()
+    firsts = frame[~pd.Series(group).duplicated().to_numpy()].to_dict("records")
+    values = [fn(row) for row in firsts]
+    return [values[g] for g in group]
 
 
 def typed(df: pd.DataFrame, types: dict[str, str]) -> pd.DataFrame:

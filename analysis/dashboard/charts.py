@@ -15,6 +15,7 @@ from analysis.labels import key_symbol
 from analysis.methods import METRICS
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import fmt_value
+from fcl.results_io import per_distinct_row
 
 
 def setting_label(row: pd.Series, keys: list[str]) -> str:
@@ -33,10 +34,8 @@ def settings_labels(df: pd.DataFrame, keys: list[str]) -> pd.Series:
         return pd.Series(dtype=str)
     if not keys:
         return pd.Series("all trials", index=df.index)
-    group = df.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
-    first = ~pd.Series(group).duplicated().to_numpy()
-    labels = [setting_label(row, keys) for row in df[first].to_dict("records")]
-    return pd.Series([labels[g] for g in group], index=df.index)
+    return pd.Series(per_distinct_row(df[keys], lambda row: setting_label(row, keys)),
+                     index=df.index)
 
 
 Labeller = Callable[[pd.DataFrame, list[str]], pd.Series]   # rows, keys -> a setting's name
