@@ -1,8 +1,14 @@
-"""The regime line under FLoCoRA's figures and tables (`analysis/figures/flocora_regime.py`): the
-ratio comes from the stored bytes of Table III's LoRA, and says whether it is FLoCoRA's."""
-import pandas as pd
+"""The regime line under FLoCoRA's figures and tables and their dashboard views
+(`analysis/flocora_regime.py`): the ratio comes from the stored bytes of Table III's LoRA, and
+says whether it is FLoCoRA's."""
+from pathlib import Path
 
-from analysis.figures.flocora_regime import regime_line, with_regime
+import pandas as pd
+import pytest
+
+from analysis.flocora_regime import regime_line, with_regime
+
+REPO = Path(__file__).resolve().parent.parent
 
 FEDAVG = 50_131_200
 
@@ -42,3 +48,31 @@ def test_no_line_without_the_columns_it_reads():
     assert with_regime("drawn from x · commit a", rows().drop(columns=["tcc_bytes"])) == \
         "drawn from x · commit a"
     assert with_regime("drawn from x · commit a", rows()).endswith("\ndrawn from x · commit a")
+
+
+@pytest.mark.skipif(not (REPO / "results" / "flocora_layers").is_dir()
+                    or not (REPO / "results-lowrank" / "flocora_layers").is_dir(),
+                    reason="the stored FLoCoRA studies are not in this checkout")
+def test_the_dashboard_names_each_stored_flocora_studys_regime(tmp_path):
+    """Each view of a stored FLoCoRA study says its regime under its source, the side-by-side
+    view one line per folder."""
+    from analysis.dashboard.compare import compare_view
+    from analysis.dashboard.page import render_page
+    from analysis.dashboard.runs import run_set
+    from analysis.dashboard.views import study_views
+    from analysis.study_tables import load_study
+    folders = ("results", "results-lowrank")
+    studies = [load_study(REPO / f, "flocora_layers") for f in folders]
+    (narrow,), (wide,) = (study_views(s) for s in studies)
+    assert narrow.regime == ("model resnet_tiny width 16: LoRA r 32's messages 1.18x smaller "
+                             "than full-model FedAvg's, against 4.8x on FLoCoRA's ResNet-8 "
+                             "(more than 5% off: not the paper's low-rank regime)",)
+    assert wide.regime == ("model resnet_tiny width 64: LoRA r 32's messages 4.70x smaller "
+                           "than full-model FedAvg's, against 4.8x on FLoCoRA's ResNet-8 "
+                           "(within 5%: the paper's low-rank regime)",)
+    side = compare_view(studies, [run_set(s, f) for s, f in zip(studies, folders)],
+                        ("rs-0", "rs-1"))
+    assert side.regime == ("results: " + narrow.regime[0], "results-lowrank: " + wide.regime[0])
+    page = render_page([wide], REPO / "results-lowrank")
+    assert f'<p class="source">{wide.source}</p><p class="regime">' in page
+    assert "4.70x smaller" in page

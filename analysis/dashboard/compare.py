@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from analysis.dashboard.charts import fitted_range, settings_labels
 from analysis.dashboard.optimizers import colour
 from analysis.dashboard.runs import base_differences
-from analysis.dashboard.views import View
+from analysis.dashboard.views import View, regime_lines
 from analysis.labels import over_seeds
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import Study
@@ -56,4 +56,6 @@ def compare_view(studies: list[Study], runsets: list[dict], rids: tuple[str, ...
                 [acc_by_folder(studies, folders, keys).to_plotly_json()],
                 "The same study from each results folder. The run table holds the runs of "
                 "every folder; group by `folder` to overlay their curves.", source,
-                studies[0].doc, runs=rids, why=why)
+                studies[0].doc, runs=rids, why=why,
+                regime=tuple(line for study, folder in zip(studies, folders)
+                             for line in regime_lines(study.trials, folder)))

@@ -69,7 +69,7 @@ window.addEventListener("unhandledrejection", function (e) {{ window.__errors.pu
 </script>
 <style>body{{font-family:sans-serif;margin:1em 2em}} .view{{display:none}} .view.on{{display:block}}
 .chart,.dyn{{width:100%;max-width:1100px}} select{{font-size:1em}}
-.source,.fixed,.why{{color:#555;font-family:monospace;margin:.2em 0}}
+.source,.regime,.fixed,.why{{color:#555;font-family:monospace;margin:.2em 0}}
 .table-wrap{{max-height:420px;overflow:auto;border:1px solid #ccc;max-width:1400px}}
 table.runs{{border-collapse:collapse;font-size:12px}} table.runs th,table.runs td{{padding:2px 6px;border-bottom:1px solid #eee;white-space:nowrap}}
 table.runs thead th{{position:sticky;top:0;background:#f4f4f4;cursor:pointer}} table.runs thead tr.filters td{{position:sticky;top:20px;background:#fafafa}}
@@ -125,11 +125,13 @@ def render_page(views: list[View], results, runsets: dict | None = None) -> str:
         note = f'<p class="note">{html.escape(v.note)}</p>' if v.note else ""
         fixed = f'<p class="fixed">{html.escape(v.fixed)}</p>' if v.fixed else ""
         why = "".join(f'<p class="why">{html.escape(line)}</p>' for line in v.why)
+        regime = "".join(f'<p class="regime">{html.escape(line)}</p>' for line in v.regime)
         verdicts = (f'<p class="verdicts">{html.escape(v.verdicts)}</p>' if v.verdicts else "")
         runs = (f'<div class="runs-panel" data-runsets="{" ".join(v.runs)}"></div>'
                 if v.runs else "")
         blocks.append(f'<div class="view{" on" if i == 0 else ""}" id="{vid}">'
-                      f'<h2>{html.escape(v.title)}</h2>{source}{fixed}{why}{note}{verdicts}'
+                      f'<h2>{html.escape(v.title)}</h2>{source}{regime}{fixed}{why}{note}'
+                      f'{verdicts}'
                       f'{"".join(divs)}{runs}</div>')
     payload = json.dumps({"specs": specs, "runsets": runsets or {},
                           "t975": [round(t975(df), 4) for df in range(1, 61)],

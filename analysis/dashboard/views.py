@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.dashboard import charts, optimizers, search
 from analysis.dashboard.methods import METHOD_AXIS_KEYS, method_charts
+from analysis.flocora_regime import regime_line
 from analysis.labels import ORDER_LABELS, method_label, over_seeds
 from analysis.methods import METHOD_KEYS
 from analysis.seed_stats import per_trial_round
@@ -36,6 +37,7 @@ class View:
     fixed: str = ""          # under the source: `fixed: server.tau=0.1 · ...` (the manifest's)
     runs: tuple[str, ...] = ()   # the run sets (ids) its run table shows (`runs.run_set`)
     why: tuple[str, ...] = ()    # lines under the source: why folders' numbers differ
+    regime: tuple[str, ...] = ()     # under the source: the FLoCoRA regime (`regime_lines`)
     verdicts: str = ""       # the paired comparisons' verdicts, in words
 
 
@@ -69,6 +71,16 @@ def compares_messages(study: Study, trials: pd.DataFrame) -> bool:
             or m.base.get("model.adapter") == "lora")
 
 
+def regime_lines(trials: pd.DataFrame, folder: str = "") -> tuple[str, ...]:
+    """The regime line of FLoCoRA's figures (`analysis.flocora_regime`) on one line, prefixed
+    with `folder` where given; none where no trial ran Table III's LoRA."""
+    line = regime_line(trials)
+    if line is None:
+        return ()
+    line = line.replace("\n", " ")
+    return (f"{folder}: {line}" if folder else line,)
+
+
 def method_labels(df: pd.DataFrame, keys: list[str]) -> pd.Series:
     """A setting of a study that compares methods, named as its bars name it: `FedProx
     μ=0.001, Async FCL` (the method, `analysis.labels.method_label`, then the task order and
@@ -95,7 +107,7 @@ def search_views(study: Study) -> list[View]:
     title = (f"{study.name} · search ({raw['optuna_trial'].nunique()} Optuna trials, "
              f"{stopped} stopped early)")
     return [View(f"{study.name}/search", title, [c.to_plotly_json() for c in found],
-                 study.doc, study.drawn_from(), study.doc)]
+                 study.doc, study.drawn_from(), study.doc, regime=regime_lines(study.trials))]
 
 
 def grid_charts(study: Study, trials: pd.DataFrame, axes: list[list[str]]) -> list:
@@ -152,5 +164,6 @@ def study_views(study: Study) -> list[View]:
                           verdicts=" · ".join(filter(None, (
                               optimizers.verdict_line(trials, keys)
                               if optimizers.OPTIMIZER in keys and not compares_methods(study)
-                              else "", rule_summary(study.manifest.seeds_auto))))))
+                              else "", rule_summary(study.manifest.seeds_auto)))),
+                          regime=regime_lines(trials)))
     return views

@@ -30,7 +30,7 @@ from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.curves import VALUE_RANGE, clip_axis, curve_stats, draw_band, panels, tag
 from analysis.figures.files import Produced, markdown_table, mean_pm, save_figure, save_table
-from analysis.figures.flocora_regime import with_regime
+from analysis.flocora_regime import with_regime
 from analysis.labels import adapter_label, bits_label, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import per_trial_round, seed_summary

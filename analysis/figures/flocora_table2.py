@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.figures.files import Produced, markdown_table, mean_pm, same_seed_diff, save_table
-from analysis.figures.flocora_regime import with_regime
+from analysis.flocora_regime import with_regime
 from analysis.labels import over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary

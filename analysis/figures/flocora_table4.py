@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from analysis.figures.curves import panels, tag
 from analysis.figures.files import (Produced, markdown_table, mean_pm, same_seed_diff,
                                     save_figure, save_table)
-from analysis.figures.flocora_regime import with_regime
+from analysis.flocora_regime import with_regime
 from analysis.labels import adapter_label, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary

@@ -1,5 +1,6 @@
-"""The regime a FLoCoRA figure or table was drawn in, in the lines above its provenance (which
-stays the last line of a table and of a figure's footer): the model, and how many times smaller
+"""The regime a FLoCoRA study ran in, in the lines above the provenance of its figures and
+tables (which stays the last line of a table and of a figure's footer) and under the source of
+its dashboard views: the model, and how many times smaller
 LoRA r 32's message is than full-model FedAvg's there, beside FLoCoRA's ResNet-8 (4.8x at full
 precision, its Table III). FLoCoRA's claims are about LoRA being low-rank; at `resnet_tiny`
 width 16 r 32 reaches full rank and its message is only 1.18x smaller, which a reader of the
@@ -8,7 +9,8 @@ figure should see without opening the README.
 The ratio is read from the stored rows (`full_fedavg_bytes / tcc_bytes`, both links, as the
 encoder counted them) of the trials that ran LoRA as FLoCoRA's Table III does: r 32, 32-bit
 values, on every convolution with the final FC and the norms trained (Table II's "+ Final FC").
-A study without such a trial gets no line."""
+A study without such a trial gets no line: of the stored ones, exactly the FLoCoRA studies have
+one, so neither a figure nor a view needs to know which paper a study belongs to."""
 from __future__ import annotations
 
 import pandas as pd
