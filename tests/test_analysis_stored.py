@@ -160,11 +160,11 @@ def test_the_claims_table_in_results_readme_is_what_its_command_prints(capsys, m
     assert printed.splitlines()[0].startswith("| claim | study | paper |")
     assert printed in readme
     # the prose around it cites the same numbers: every `mean ± half-width` it gives is in the
-    # table, or in a committed figure's table it names (figures/*.md, themselves regenerated)
+    # table, or in a committed figure's table (figures/**/*.md, themselves regenerated)
     section = readme[readme.index("## The papers' claims on both backbones"):
                      readme.index("## The papers beside ours")]
     prose = " ".join(line for line in section.splitlines() if not line.startswith("|"))
-    figures = " ".join(p.read_text() for p in FIGURES.glob("*.md"))
+    figures = " ".join(p.read_text() for p in FIGURES.rglob("*.md"))
     unsigned = re.compile(r"[+-]?(\d+\.\d+) ± (\d+\.\d+)")
     known = set(unsigned.findall(printed)) | set(unsigned.findall(figures))
     cited = unsigned.findall(prose)
