@@ -1,10 +1,10 @@
 """The regime a FLoCoRA study ran in, in the lines above the provenance of its figures and
 tables (which stays the last line of a table and of a figure's footer) and under the source of
-its dashboard views: the model, and how many times smaller
-LoRA r 32's message is than full-model FedAvg's there, beside FLoCoRA's ResNet-8 (4.8x at full
-precision, its Table III). FLoCoRA's claims are about LoRA being low-rank; at `resnet_tiny`
-width 16 r 32 reaches full rank and its message is only 1.18x smaller, which a reader of the
-figure should see without opening the README.
+its dashboard views: the model, and how many times smaller LoRA r 32's message is than
+full-model FedAvg's there, beside FLoCoRA's ResNet-8 (4.8x at full precision, its Table III).
+FLoCoRA's claims are about LoRA being low-rank; at `resnet_tiny` width 16 r 32 reaches full rank
+and its message is only 1.18x smaller, which a reader of the figure should see without opening
+the README.
 
 The ratio is read from the stored rows (`full_fedavg_bytes / tcc_bytes`, both links, as the
 encoder counted them) of the trials that ran LoRA as FLoCoRA's Table III does: r 32, 32-bit

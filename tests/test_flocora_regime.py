@@ -53,7 +53,7 @@ def test_no_line_without_the_columns_it_reads():
 @pytest.mark.skipif(not (REPO / "results" / "flocora_layers").is_dir()
                     or not (REPO / "results-lowrank" / "flocora_layers").is_dir(),
                     reason="the stored FLoCoRA studies are not in this checkout")
-def test_the_dashboard_names_each_stored_flocora_studys_regime(tmp_path):
+def test_the_dashboard_names_each_stored_flocora_studys_regime():
     """Each view of a stored FLoCoRA study says its regime under its source, the side-by-side
     view one line per folder."""
     from analysis.dashboard.compare import compare_view

@@ -131,8 +131,7 @@ def render_page(views: list[View], results, runsets: dict | None = None) -> str:
                 if v.runs else "")
         blocks.append(f'<div class="view{" on" if i == 0 else ""}" id="{vid}">'
                       f'<h2>{html.escape(v.title)}</h2>{source}{regime}{fixed}{why}{note}'
-                      f'{verdicts}'
-                      f'{"".join(divs)}{runs}</div>')
+                      f'{verdicts}{"".join(divs)}{runs}</div>')
     payload = json.dumps({"specs": specs, "runsets": runsets or {},
                           "t975": [round(t975(df), 4) for df in range(1, 61)],
                           "symbols": KEY_SYMBOLS},
