@@ -79,3 +79,40 @@ def test_in_tunes_loop_sigterm_is_ctrl_c_only_where_tunes_handler_takes_it():
     """)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["terminated", "stopped as Ctrl-C"]
+
+
+SIGTERM_IN_RAY_INIT = """
+import os, signal, sys, time
+import ray
+import ray._private.utils as ray_utils
+from fcl.tune import Study, grid, main
+
+def sigterm_self():
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(120)                    # the handler raises before it ends
+
+if sys.argv.pop(1) == "start":         # just after ray.init has set its own handler
+    set_handler = ray_utils.set_sigterm_handler
+    ray_utils.set_sigterm_handler = lambda handler: (set_handler(handler), sigterm_self())
+else:                                  # once Ray's core worker (its C++ handler) is up
+    init = ray.init
+    ray.init = lambda *a, **k: (init(*a, **k), sigterm_self())
+main(Study("sigterm_in_init", {"client.lr": grid(0.1)}))
+"""
+
+
+def test_sigterm_while_ray_init_joins_ends_in_the_line_and_143(local_ray, tmp_path):
+    """Ray's handlers during `ray.init` (its `sys.exit(15)`, then its core worker's stack dump
+    calling that) would end the driver with exit 15 and no line; `across_ray_init` answers
+    them with the CLI's line, at the start of `ray.init` and at its end, joining a Ray or
+    starting one."""
+    script = tmp_path / "driver.py"
+    script.write_text(SIGTERM_IN_RAY_INIT)
+    for when, join in (("start", ["--address", local_ray]), ("end", ["--address", local_ray]),
+                       ("end", [])):
+        out = subprocess.run(
+            [sys.executable, str(script), when, "--preset", "smoke", "--seeds", "1",
+             "--results", str(tmp_path / f"{when}{len(join)}"), *join],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": REPO}, timeout=300)
+        assert out.returncode == termination.EXIT_SIGTERM, (when, join, out.stderr[-1500:])
+        assert "terminated (SIGTERM) before the study ended" in out.stderr, (when, join)

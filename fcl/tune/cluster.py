@@ -18,7 +18,7 @@ import torch
 
 from fcl.config import ConfigError
 from fcl.provenance import COMMIT_ENV, fcl_git
-from fcl.tune import ray_connect, ray_private, reaper
+from fcl.tune import ray_connect, ray_private, reaper, termination
 from fcl.tune.nodes import Node, check_fits, one_node
 from fcl.tune.ray_private import autoscaler_node_groups
 
@@ -56,10 +56,18 @@ def connect(address: str | None, num_cpus: int | None = None) -> bool:
     # "local": a new instance, even where `ray start` left one running (None would join it)
     init = functools.partial(ray.init, address=address or "local", configure_logging=True,
                              logging_level=logging.WARNING, log_to_driver=True, **local)
-    if (address or "").startswith("ray://"):
-        client_init(init, address)
-    else:
-        init()
+    try:
+        with termination.across_ray_init():  # a SIGTERM meanwhile: the CLI's line, exit 143
+            if (address or "").startswith("ray://"):
+                client_init(init, address)
+            else:
+                init()
+    except termination.Terminated:
+        if address is None:      # what a local Ray had started ends with the driver
+            reaper.watch_local_ray()
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+        raise
     ray_private.drop_sigterm_tracebacks()
     if address is None:
         reaper.watch_local_ray()       # its agents must not outlive a driver killed with -9

@@ -68,7 +68,6 @@ def run_study(study: Study, opts: StudyOptions = StudyOptions(), out: TextIO | N
             plan.resources(cluster.local_resources(), False)
         # a cluster is joined, and checked, before the state is claimed (--fresh discards it)
         started = cluster.connect(plan.address) if plan.address is not None else False
-        termination.reinstall()             # ray.init set its own SIGTERM handler
         try:
             if plan.address is not None:
                 check_cluster(plan)
@@ -102,7 +101,6 @@ def run_claimed(plan: StudyPlan, state: states.TuneState, t0: float, out: TextIO
     """The study's Ray part, once its state is claimed: connect (or start a local Ray), fit,
     export."""
     started = cluster.connect(plan.address)
-    termination.reinstall()
     try:
         autoscales, on = cluster.can_autoscale(), nodes.alive_nodes()
         res = plan.resources(ray.cluster_resources(), autoscales, on)
