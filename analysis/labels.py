@@ -70,3 +70,43 @@ def over_seeds(n, spread: str = "± std") -> str:
     count = str(ns[-1]) if ns[0] == ns[-1] else f"{ns[0]}-{ns[-1]}"
     alone = "; 1-seed points: the mean alone" if ns[0] < 2 else ""
     return f"mean {spread} over {count} seeds{alone}"
+
+
+# The keys that name a message-compression method (FLoCoRA's Table IV and its dashboard view)
+MESSAGE_METHOD_KEYS = ("model.adapter", "model.lora_rank", "compression.bits",
+                       "compression.prune", "model.fedpara_gamma", "model.zerofl_sparsity",
+                       "model.zerofl_mask_ratio")
+MESSAGE_KINDS = ("FedAvg", "LoRA", "pruning", "FedPara", "ZeroFL")
+
+
+def _number(row: pd.Series, key: str, default: float = 0.0) -> float:
+    value = row.get(key, default)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(value) else value
+
+
+def message_method(row: pd.Series) -> tuple[str, str, tuple]:
+    """(kind, the method in words, its place in a list) of a trial that compares compressed
+    messages, as FLoCoRA's Table IV names them: `FedAvg (full model)`, `LoRA r=32, 8-bit`,
+    `magnitude pruning 0.9`, `FedPara gamma 0.1`, `ZeroFL s=0.9, mask 0.1`; kinds in
+    `MESSAGE_KINDS` order, fewer bits / more pruning later."""
+    adapter = str(row["model.adapter"])
+    if adapter == "lora":
+        bits = int(_number(row, "compression.bits", 32.0))
+        text = "32-bit (FP)" if bits >= 32 else f"{bits}-bit"
+        return "LoRA", f"LoRA r={int(_number(row, 'model.lora_rank'))}, {text}", (1, -bits)
+    if adapter == "fedpara":
+        gamma = _number(row, "model.fedpara_gamma")
+        return "FedPara", f"FedPara gamma {fmt_value(gamma)}", (3, gamma)
+    if adapter == "zerofl":
+        s, r = _number(row, "model.zerofl_sparsity"), _number(row, "model.zerofl_mask_ratio")
+        return "ZeroFL", f"ZeroFL s={fmt_value(s)}, mask {fmt_value(r)}", (4, s, r)
+    if adapter == "full" and _number(row, "compression.prune") > 0:
+        p = _number(row, "compression.prune")
+        return "pruning", f"magnitude pruning {fmt_value(p)}", (2, p)
+    if adapter == "full":
+        return "FedAvg", "FedAvg (full model)", (0,)
+    return adapter, adapter_label(adapter), (5, adapter)

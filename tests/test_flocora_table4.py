@@ -3,9 +3,11 @@ figure, and the claim's pairing with the LoRA message no larger than the other m
 a small synthetic study folder (trials.parquet + study.json) whose numbers are worked by hand."""
 from __future__ import annotations
 
+import base64
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -245,3 +247,29 @@ def test_values_only_bytes_where_the_trials_store_them(tmp_path):
     md = (tmp_path / "flocora_table4.md").read_text()
     assert "| 1.500 | 66.7x | 0.750 | 66.7x | 0.500 | 200.0x |" in md
     assert "| 5.000 | 20.0x | 2.500 | 20.0x | - | - |" in md
+
+
+def test_the_dashboard_names_the_methods_as_table_iv_does_in_its_order(tmp_path):
+    """The dashboard's view of `flocora_compare` names its settings as Table IV does (not by
+    the eight keys of its method axis), in Table IV's order, on the ACC chart and the
+    bytes-vs-ACC chart; where two settings would share a name, it keeps the keys."""
+    from analysis.dashboard.message_methods import message_method_labels
+    from analysis.dashboard.views import study_views
+    (view,) = study_views(load_study(write_study(tmp_path / "results", trials_frame()),
+                                     "flocora_compare"))
+    acc = view.charts[0]
+    assert acc["layout"]["xaxis"]["categoryarray"] == [
+        "FedAvg (full model)", "LoRA r=32, 32-bit (FP)", "LoRA r=32, 8-bit", "LoRA r=32, 4-bit",
+        "LoRA r=32, 2-bit", "magnitude pruning 0.5", "magnitude pruning 0.8",
+        "magnitude pruning 0.9", "magnitude pruning 0.95", "FedPara gamma 0.1",
+        "FedPara gamma 0.5", "ZeroFL s=0.9, mask 0", "ZeroFL s=0.9, mask 0.1"]
+    y = acc["data"][0]["y"]           # plotly's JSON holds the means as base64 float64
+    means = dict(zip(acc["data"][0]["x"], np.frombuffer(base64.b64decode(y["bdata"]),
+                                                        dtype=y["dtype"])))
+    assert means["LoRA r=32, 8-bit"] == pytest.approx(68.0 + 10.0)   # seeds 0-2: + 0, 10, 20
+    frontier = {text for trace in view.charts[1]["data"] for text in trace.get("text") or ()
+                if text}                         # bytes vs ACC: the frontier's settings named
+    assert {"FedAvg (full model)", "LoRA r=32, 8-bit"} <= frontier
+    assert frontier <= set(acc["layout"]["xaxis"]["categoryarray"])
+    same_name = trials_frame().assign(**{"model.weights": lambda t: t["seed"].astype(str)})
+    assert message_method_labels(same_name, [list(VARYING)]) is None

@@ -58,9 +58,13 @@ PERCENT = {"acc": (0.0, 100.0), "drop_share": (0.0, 100.0)}   # metrics that liv
 
 
 def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str,
-                 axes: list[list[str]] | None = None) -> go.Figure:
+                 axes: list[list[str]] | None = None, labels: Labeller | None = None
+                 ) -> go.Figure:
+    """`metric` per setting, a dot with its 95% interval over seeds. `labels`: as `task_curves`
+    takes it; one with an `order(rows, keys)` also orders the x axis."""
     xkeys, colour = bar_axes(keys, axes)
-    t = trials.assign(_x=[setting_label(r, xkeys) for _, r in trials.iterrows()])
+    name = labels or settings_labels
+    t = trials.assign(_x=name(trials, xkeys).to_numpy())
     fig = go.Figure()
     groups = list(t.groupby(colour, sort=True, dropna=False)) if colour else [((), t)]
     ends = []
@@ -76,7 +80,7 @@ def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str,
         marks = [f"{n} diverged" if n else "" for n in blown]
         # dots, not bars: a bar from an axis fitted to 58-65 makes a 1-point gap look large
         fig.add_scatter(x=s["_x"], y=s["mean"], mode="markers+text", marker=dict(size=10),
-                        name=setting_label(g.iloc[0], colour) if colour
+                        name=name(g.iloc[:1], colour).iloc[0] if colour
                         else METRIC_TITLES.get(metric, metric),
                         error_y=dict(type="data", symmetric=False,
                                      array=(high - s["mean"]).tolist(),
@@ -92,7 +96,8 @@ def metric_chart(trials: pd.DataFrame, keys: list[str], metric: str, title: str,
         fig.update_yaxes(range=[max(low, bounds[0]), min(high, bounds[1])] if bounds
                          else [low, high])
     if xkeys:       # x in the order of the values (rank 8 before 16), not of the labels' text
-        order = t.sort_values(xkeys, kind="stable")["_x"].drop_duplicates().tolist()
+        order = (labels.order(t, xkeys) if hasattr(labels, "order") else
+                 t.sort_values(xkeys, kind="stable")["_x"].drop_duplicates().tolist())
         fig.update_xaxes(categoryorder="array", categoryarray=order)
     return fig
 

@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.dashboard.charts import fitted_range, settings_labels
+from analysis.dashboard.message_methods import message_method_labels
 from analysis.dashboard.optimizers import colour
 from analysis.dashboard.runs import base_differences
 from analysis.dashboard.views import View, regime_lines
@@ -18,10 +19,13 @@ from analysis.study_tables import Study
 
 def acc_by_folder(studies: list[Study], folders: list[str], keys: list[str]) -> go.Figure:
     """ACC per setting (the keys every folder varies), one bar colour per folder: mean over
-    seeds with its 95% interval."""
+    seeds with its 95% interval. Message methods (`flocora_compare`) named as Table IV names
+    them, in its order."""
+    every = pd.concat([study.trials for study in studies], ignore_index=True)
+    labels = message_method_labels(every, [keys]) or settings_labels
     fig, ends, ns = go.Figure(), [], []
     for i, (study, folder) in enumerate(zip(studies, folders)):
-        t = study.trials.assign(_x=settings_labels(study.trials, keys))
+        t = study.trials.assign(_x=labels(study.trials, keys).to_numpy())
         s = seed_summary(t, ["_x"], "acc")
         ci = s["ci95"].fillna(0)
         ns += s["n"].tolist()
@@ -35,6 +39,8 @@ def acc_by_folder(studies: list[Study], folders: list[str], keys: list[str]) -> 
                       legend_title="results folder (preset)")
     if ends:
         fig.update_yaxes(range=fitted_range(min(ends), max(ends)))
+    if hasattr(labels, "order"):
+        fig.update_xaxes(categoryorder="array", categoryarray=labels.order(every, keys))
     return fig
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.dashboard import charts, optimizers, search
+from analysis.dashboard.message_methods import message_method_labels
 from analysis.dashboard.methods import METHOD_AXIS_KEYS, method_charts
 from analysis.flocora_regime import regime_line
 from analysis.labels import ORDER_LABELS, method_label, over_seeds
@@ -113,6 +114,8 @@ def search_views(study: Study) -> list[View]:
 def grid_charts(study: Study, trials: pd.DataFrame, axes: list[list[str]]) -> list:
     """One data set's charts of a grid study over its varying keys, grouped per declared axis."""
     keys = [k for axis in axes for k in axis]
+    labels = method_labels if compares_methods(study) and set(METHOD_KEYS) <= set(trials) \
+        else message_method_labels(trials, axes)
     if compares_methods(study):       # settings that read better as methods
         found = method_charts(trials)
     else:
@@ -121,15 +124,13 @@ def grid_charts(study: Study, trials: pd.DataFrame, axes: list[list[str]]) -> li
         flat = bool((pd.to_numeric(trials["bwt_f"], errors="coerce").fillna(0) == 0).all())
         found = [charts.metric_chart(trials, keys, "acc", f"ACC per setting ({seeds})"
                                      + (" · BWT_f is 0 in every trial: no BWT_f chart"
-                                        if flat else ""), axes)]
+                                        if flat else ""), axes, labels)]
         if not flat:
             found.append(charts.metric_chart(trials, keys, "bwt_f",
-                                             f"BWT_f per setting ({seeds})", axes))
+                                             f"BWT_f per setting ({seeds})", axes, labels))
     rounds = None if study.rounds is None else \
         study.rounds[study.rounds["trial_id"].isin(trials["trial_id"])]
     by_optimizer = optimizers.OPTIMIZER in keys and not compares_methods(study)
-    labels = method_labels if compares_methods(study) and set(METHOD_KEYS) <= set(trials) \
-        else None
     if by_optimizer:                  # paired to FedSGD, accuracy and drift per optimizer
         found += optimizers.optimizer_charts(trials, rounds, keys)
     if rounds is not None:

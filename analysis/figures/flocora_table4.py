@@ -22,15 +22,11 @@ from analysis.figures.curves import panels, tag
 from analysis.figures.files import (Produced, markdown_table, mean_pm, same_seed_diff,
                                     save_figure, save_table)
 from analysis.flocora_regime import with_regime
-from analysis.labels import adapter_label, over_seeds
+from analysis.labels import message_method, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary
 from analysis.study_tables import Study, fmt_value, require
 
-BITS = "compression.bits"
-KINDS = ("FedAvg", "LoRA", "pruning", "FedPara", "ZeroFL")
-PRUNE, SPARSITY, MASK = "compression.prune", "model.zerofl_sparsity", "model.zerofl_mask_ratio"
-GAMMA = "model.fedpara_gamma"
 # the paper's own words on Table IV (its prose; the table's numbers are not in its text)
 TABLE_IV_QUOTES = (
     "For this experiment, we reproduced the setup proposed by [12, 4], where we have 100 "
@@ -45,44 +41,12 @@ TABLE_IV_QUOTES = (
 )
 
 
-def _number(row: pd.Series, key: str, default: float = 0.0) -> float:
-    value = row.get(key, default)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return default
-    return default if math.isnan(value) else value
-
-
-def table_iv_method(row: pd.Series) -> tuple[str, str, tuple]:
-    """(kind, the method in words, its place in the table) of one `flocora_compare` trial:
-    `FedAvg (full model)`, `LoRA r=32, 8-bit`, `magnitude pruning 0.9`, `FedPara gamma 0.1`,
-    `ZeroFL s=0.9, mask 0.1`; kinds in `KINDS` order, fewer bits / more pruning later."""
-    adapter = str(row["model.adapter"])
-    if adapter == "lora":
-        bits = int(_number(row, BITS, 32.0))
-        text = "32-bit (FP)" if bits >= 32 else f"{bits}-bit"
-        return "LoRA", f"LoRA r={int(_number(row, 'model.lora_rank'))}, {text}", (1, -bits)
-    if adapter == "fedpara":
-        gamma = _number(row, GAMMA)
-        return "FedPara", f"FedPara gamma {fmt_value(gamma)}", (3, gamma)
-    if adapter == "zerofl":
-        s, r = _number(row, SPARSITY), _number(row, MASK)
-        return "ZeroFL", f"ZeroFL s={fmt_value(s)}, mask {fmt_value(r)}", (4, s, r)
-    if adapter == "full" and _number(row, PRUNE) > 0:
-        p = _number(row, PRUNE)
-        return "pruning", f"magnitude pruning {fmt_value(p)}", (2, p)
-    if adapter == "full":
-        return "FedAvg", "FedAvg (full model)", (0,)
-    return adapter, adapter_label(adapter), (5, adapter)
-
-
 def with_methods(trials: pd.DataFrame) -> pd.DataFrame:
     """The trials with `kind`, `method` (in words), `order`, `mb_per_client` (bytes up + down
     over the whole run, all clients, divided by the number of clients, in MB) and
     `up_mb_per_client` (the upload alone: what pruning and ZeroFL compress; their download is
     dense)."""
-    named = [table_iv_method(r) for _, r in trials.iterrows()]
+    named = [message_method(r) for _, r in trials.iterrows()]
     clients = pd.to_numeric(trials["data.num_clients"]) if "data.num_clients" in trials else 1
     return trials.assign(kind=[k for k, _, _ in named], method=[m for _, m, _ in named],
                          order=[o for _, _, o in named],
