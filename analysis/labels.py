@@ -76,7 +76,6 @@ def over_seeds(n, spread: str = "± std") -> str:
 MESSAGE_METHOD_KEYS = ("model.adapter", "model.lora_rank", "compression.bits",
                        "compression.prune", "model.fedpara_gamma", "model.zerofl_sparsity",
                        "model.zerofl_mask_ratio")
-MESSAGE_KINDS = ("FedAvg", "LoRA", "pruning", "FedPara", "ZeroFL")
 
 
 def _number(row: pd.Series, key: str, default: float = 0.0) -> float:
@@ -91,8 +90,8 @@ def _number(row: pd.Series, key: str, default: float = 0.0) -> float:
 def message_method(row: pd.Series) -> tuple[str, str, tuple]:
     """(kind, the method in words, its place in a list) of a trial that compares compressed
     messages, as FLoCoRA's Table IV names them: `FedAvg (full model)`, `LoRA r=32, 8-bit`,
-    `magnitude pruning 0.9`, `FedPara gamma 0.1`, `ZeroFL s=0.9, mask 0.1`; kinds in
-    `MESSAGE_KINDS` order, fewer bits / more pruning later."""
+    `magnitude pruning 0.9`, `FedPara gamma 0.1`, `ZeroFL s=0.9, mask 0.1`; placed FedAvg,
+    LoRA, pruning, FedPara, ZeroFL, fewer bits / more pruning later."""
     adapter = str(row["model.adapter"])
     if adapter == "lora":
         bits = int(_number(row, "compression.bits", 32.0))

@@ -25,7 +25,7 @@ from analysis.flocora_regime import with_regime
 from analysis.labels import message_method, over_seeds
 from analysis.paired import paired
 from analysis.seed_stats import seed_summary
-from analysis.study_tables import Study, fmt_value, require
+from analysis.study_tables import Study, require
 
 # the paper's own words on Table IV (its prose; the table's numbers are not in its text)
 TABLE_IV_QUOTES = (
